@@ -1,0 +1,467 @@
+"""What every HTTP provider shares: one lazily made client, its deadlines and retry policy.
+
+Retry policy -- the official SDKs', so a notebook behaves like the vendor's own client:
+
+- at most ``max_retries`` (2) retries, driven by tenacity's ``AsyncRetrying`` on anyio sleep;
+- retried: connection errors, timeouts before a response, HTTP 408, 409, 429 and every 5xx
+  (529 included); never any other 4xx, and never a 429 that says the quota is spent;
+- an ``x-should-retry: true|false`` response header overrides that choice;
+- the wait is ``min(0.5 * 2**n, 8)`` seconds minus up to 25 % jitter, unless the server
+  sends ``retry-after-ms`` or ``retry-after`` (seconds or an HTTP date) between 0 and 60 s;
+- nothing is retried once a 200 stream has started: what arrived was already shown, so a
+  second answer would contradict it. The error carries ``partial_text`` instead.
+
+Deadlines: ``connect_timeout`` (5 s) to open a connection; ``timeout`` (600 s) both for each
+read and for one whole attempt, a complete stream included.
+
+Every error is a typed `ProviderError` with the status, the provider's own message (run
+through `redact`, so a key echoed back by a server never surfaces) and the request id; see
+`_http_errors` for the mapping. Headers are never logged.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol
+from urllib.parse import urlsplit
+
+import anyio
+import httpx
+from httpx_sse import ServerSentEvent, aconnect_sse
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
+
+from ...errors import (
+    ConfigurationError,
+    ProviderConnectionError,
+    ProviderError,
+    ProviderTimeoutError,
+    StreamInterruptedError,
+)
+from ..secrets import Secret, redact
+from ._http_errors import (
+    error_fields,
+    error_from_payload,
+    error_from_response,
+    missing_key_error,
+    parse_retry_after,
+    request_id_of,
+    stream_error,
+    tag,
+)
+from .base import APIEndpoint
+
+__all__ = [
+    "DEFAULT_CONNECT_TIMEOUT",
+    "DEFAULT_MAX_RETRIES",
+    "DEFAULT_TIMEOUT",
+    "HTTPClient",
+    "HTTPEndpoint",
+    "Reply",
+    "StreamReader",
+    "backoff",
+    "error_from_payload",
+    "error_from_response",
+    "is_loopback",
+    "missing_key_error",
+    "normalize_usage",
+    "parse_retry_after",
+    "stream_error",
+]
+
+DEFAULT_TIMEOUT = 600.0
+DEFAULT_CONNECT_TIMEOUT = 5.0
+DEFAULT_MAX_RETRIES = 2
+_LOOPBACK = {"localhost", "127.0.0.1", "::1", "0.0.0.0"}
+
+logger = logging.getLogger("lion_nb.models.http")
+
+
+# -- small pure helpers ------------------------------------------------------------------------
+def is_loopback(url: str) -> bool:
+    """Whether ``url`` points at this machine (no key needed, no proxy used)."""
+    host = (urlsplit(url).hostname or "").lower()
+    return host in _LOOPBACK or host.startswith("127.") or host.endswith(".localhost")
+
+
+def backoff(retries_done: int) -> float:
+    """The SDK backoff: ``min(0.5 * 2**n, 8)`` seconds minus up to 25 % jitter."""
+    return min(0.5 * 2.0**retries_done, 8.0) * (1.0 - 0.25 * random.random())
+
+
+def normalize_usage(raw: Any, input_tokens: int | None, output_tokens: int | None) -> dict:
+    """``{"input_tokens", "output_tokens", "total_tokens", "raw"}`` (empty without usage)."""
+    if not raw:
+        return {}
+    inp, out = int(input_tokens or 0), int(output_tokens or 0)
+    total = raw.get("total_tokens") if isinstance(raw, dict) else None
+    return {
+        "input_tokens": inp,
+        "output_tokens": out,
+        "total_tokens": int(total) if total is not None else inp + out,
+        "raw": raw,
+    }
+
+
+# -- the client --------------------------------------------------------------------------------
+@dataclass(slots=True)
+class Reply:
+    """A successful exchange: the decoded data and the provider's request id."""
+
+    data: Any
+    request_id: str | None
+
+
+class StreamReader(Protocol):
+    """Turns one stream's events into a result; made once the 200 headers are in."""
+
+    partial_text: str
+
+    def feed(self, event: ServerSentEvent) -> bool:
+        """Take one event; True when the stream is complete."""
+
+    def finish(self) -> Any:
+        """The assembled result (raises if the stream ended too early)."""
+
+
+def _positive(name: str, value: Any, default: float) -> float:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        raise ConfigurationError(f"`{name}={value!r}`: give a number of seconds above 0.")
+    return float(value)
+
+
+def _loop_token() -> object:
+    """The running event loop (a pooled connection belongs to one loop)."""
+    import sniffio
+
+    if sniffio.current_async_library() == "trio":
+        import trio
+
+        return trio.lowlevel.current_trio_token()
+    import asyncio
+
+    return asyncio.get_running_loop()
+
+
+class HTTPClient:
+    """One endpoint's connection pool, deadlines and retry policy.
+
+    The ``httpx.AsyncClient`` is made on first use, and again if the event loop changed (a
+    pooled connection cannot outlive its loop). Loopback servers are reached directly,
+    ignoring proxy settings in the environment.
+    """
+
+    def __init__(
+        self,
+        provider: str,
+        base_url: str,
+        *,
+        timeout: float | None = None,
+        connect_timeout: float | None = None,
+        max_retries: int | None = None,
+    ):
+        self.provider = provider
+        self.base_url = base_url.rstrip("/")
+        self.timeout = _positive("timeout", timeout, DEFAULT_TIMEOUT)
+        self.connect_timeout = _positive(
+            "connect_timeout", connect_timeout, DEFAULT_CONNECT_TIMEOUT
+        )
+        if max_retries is None:
+            max_retries = DEFAULT_MAX_RETRIES
+        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+            raise ConfigurationError(f"`max_retries={max_retries!r}`: give a whole number >= 0.")
+        self.max_retries = max_retries
+        self._client: httpx.AsyncClient | None = None
+        self._loop: object = None
+
+    @property
+    def client(self) -> httpx.AsyncClient:
+        loop = _loop_token()
+        if self._client is None or self._client.is_closed or self._loop is not loop:
+            self._client = httpx.AsyncClient(
+                timeout=httpx.Timeout(self.timeout, connect=self.connect_timeout),
+                trust_env=not is_loopback(self.base_url),
+            )
+            self._loop = loop
+        return self._client
+
+    async def aclose(self) -> None:
+        client, self._client = self._client, None
+        if client is not None and not client.is_closed and self._loop is _loop_token():
+            await client.aclose()
+
+    # -- sending -------------------------------------------------------------------------------
+    async def post_json(
+        self, path: str, body: dict, headers: dict[str, str], *, key_hint: str | None = None
+    ) -> Reply:
+        """POST ``body`` and decode the JSON answer, retrying per the policy."""
+        return await self._with_retries(self._json_once, path, body, headers, key_hint)
+
+    async def post_stream(
+        self,
+        path: str,
+        body: dict,
+        headers: dict[str, str],
+        make_reader: Callable[[str | None], StreamReader],
+        *,
+        key_hint: str | None = None,
+    ) -> Reply:
+        """POST ``body`` and feed the SSE events to a reader; retried only before the start."""
+        return await self._with_retries(
+            self._stream_once, path, body, headers, key_hint, make_reader
+        )
+
+    async def _with_retries(self, attempt_once: Callable, *args: Any) -> Any:
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(self.max_retries + 1),
+            retry=retry_if_exception(lambda e: bool(getattr(e, "retryable", False))),
+            wait=_wait,
+            sleep=anyio.sleep,
+            before_sleep=self._log_retry,
+            reraise=True,
+        )
+        async for attempt in retrying:
+            with attempt:
+                return await attempt_once(*args)
+        raise AssertionError("unreachable: tenacity re-raises the last error")
+
+    def _log_retry(self, state: RetryCallState) -> None:
+        exc = state.outcome.exception() if state.outcome else None
+        wait = state.next_action.sleep if state.next_action else 0.0
+        logger.info("retrying %s in %.2f s after: %s", self.provider, wait, redact(str(exc)))
+
+    async def _json_once(
+        self, path: str, body: dict, headers: dict[str, str], key_hint: str | None
+    ) -> Reply:
+        url = self.base_url + path
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug("POST %s", redact(url))
+        try:
+            with anyio.fail_after(self.timeout):
+                response = await self.client.post(url, json=body, headers=headers)
+        except ProviderError:
+            raise
+        except (httpx.RequestError, TimeoutError) as exc:
+            raise self._transport_error(exc) from exc
+        if response.status_code >= 400:
+            raise error_from_response(self.provider, response, key_hint=key_hint)
+        rid = request_id_of(response.headers)
+        try:
+            return Reply(response.json(), rid)
+        except ValueError:
+            raise self._not_json(response.text, response.status_code, rid) from None
+
+    async def _stream_once(
+        self,
+        path: str,
+        body: dict,
+        headers: dict[str, str],
+        key_hint: str | None,
+        make_reader: Callable[[str | None], StreamReader],
+    ) -> Reply:
+        url = self.base_url + path
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug("POST %s (stream)", redact(url))
+        reader: StreamReader | None = None
+        rid: str | None = None
+        try:
+            with anyio.fail_after(self.timeout):
+                async with aconnect_sse(
+                    self.client, "POST", url, json=body, headers=dict(headers)
+                ) as source:
+                    response = source.response
+                    rid = request_id_of(response.headers)
+                    if response.status_code >= 400:
+                        await response.aread()
+                        raise error_from_response(self.provider, response, key_hint=key_hint)
+                    ctype = response.headers.get("content-type", "")
+                    if "text/event-stream" not in ctype:
+                        raise await self._not_a_stream(response, rid)
+                    reader = make_reader(rid)
+                    async for event in source.aiter_sse():
+                        if reader.feed(event):
+                            break
+                    return Reply(reader.finish(), rid)
+        except ProviderError as exc:
+            if reader is not None:  # the stream had started: never retry
+                tag(exc, partial_text=getattr(exc, "partial_text", reader.partial_text))
+            raise
+        except (httpx.RequestError, TimeoutError) as exc:
+            if reader is None:
+                raise self._transport_error(exc) from exc
+            cls = ProviderTimeoutError if _is_timeout(exc) else StreamInterruptedError
+            message = f"the stream from `{self.base_url}` broke off: {_describe(exc, self)}"
+            raise stream_error(
+                self.provider, message, request_id=rid, partial_text=reader.partial_text, cls=cls
+            ) from exc
+
+    # -- error construction --------------------------------------------------------------------
+    def _transport_error(self, exc: BaseException) -> ProviderError:
+        if _is_timeout(exc):
+            err: ProviderError = ProviderTimeoutError(_describe(exc, self), provider=self.provider)
+        else:
+            err = ProviderConnectionError(
+                f"could not reach `{redact(self.base_url)}` ({_describe(exc, self)}). "
+                "Check that the server is running and that `base_url` is right.",
+                provider=self.provider,
+            )
+        return tag(err, retryable=True)
+
+    def _not_json(self, text: str, status: int, rid: str | None) -> ProviderError:
+        snippet = redact(text.strip()[:200])
+        return tag(
+            ProviderError(
+                f"the answer is not JSON: {snippet!r}",
+                provider=self.provider,
+                status=status,
+                request_id=rid,
+            )
+        )
+
+    async def _not_a_stream(self, response: httpx.Response, rid: str | None) -> ProviderError:
+        await response.aread()
+        try:
+            body = response.json()
+        except ValueError:
+            return self._not_json(response.text, response.status_code, rid)
+        if error_fields(body)[0] is not None:
+            return tag(error_from_payload(self.provider, None, body, request_id=rid))
+        return tag(
+            ProviderError(
+                "asked for a stream but the server answered with plain JSON; "
+                "check that `base_url` points at an OpenAI- or Anthropic-compatible API.",
+                provider=self.provider,
+                status=response.status_code,
+                request_id=rid,
+            )
+        )
+
+
+def _is_timeout(exc: BaseException) -> bool:
+    return isinstance(exc, (httpx.TimeoutException, TimeoutError))
+
+
+def _describe(exc: BaseException, client: HTTPClient) -> str:
+    if isinstance(exc, httpx.ConnectTimeout):
+        return f"no connection within {client.connect_timeout:g} s (`connect_timeout=`)"
+    if isinstance(exc, httpx.TimeoutException):
+        return f"no data for {client.timeout:g} s (`timeout=`)"
+    if isinstance(exc, TimeoutError):
+        return f"the request took longer than {client.timeout:g} s (`timeout=`)"
+    detail = str(exc) or type(exc).__name__
+    return redact(detail)
+
+
+def _wait(state: RetryCallState) -> float:
+    exc = state.outcome.exception() if state.outcome else None
+    after = getattr(exc, "retry_after", None)
+    if after is not None:
+        return float(after)
+    return backoff(state.attempt_number - 1)
+
+
+# -- the endpoint base -------------------------------------------------------------------------
+_SECRET_HEADER = re.compile(r"auth|key|token|secret|cookie|password", re.IGNORECASE)
+_UNSET: Any = object()
+
+
+class HTTPEndpoint(APIEndpoint):
+    """Settings, key and client shared by the HTTP providers.
+
+    Settings taken from the keywords (the rest are request options): ``api_key`` (else the
+    environment variable named by ``api_key_env``), ``api_key_env`` (``None``: the server
+    needs no key), ``base_url``, ``preset``, ``timeout``, ``connect_timeout``,
+    ``max_retries``, ``headers``. The key is read when a call is made, so setting the
+    variable after creating the model works; a loopback server is called without a key
+    when none is set.
+    """
+
+    default_base_url: ClassVar[str] = ""
+    default_key_env: ClassVar[str | None] = None
+
+    def __init__(self, model: str, **kwargs: Any):
+        api_key = kwargs.pop("api_key", None)
+        key_env = kwargs.pop("api_key_env", _UNSET)
+        base_url = kwargs.pop("base_url", None) or self.default_base_url
+        self.preset: str | None = kwargs.pop("preset", None)
+        headers = kwargs.pop("headers", None) or {}
+        http = {k: kwargs.pop(k, None) for k in ("timeout", "connect_timeout", "max_retries")}
+        super().__init__(model, **kwargs)
+        if not isinstance(base_url, str) or urlsplit(base_url).scheme not in ("http", "https"):
+            raise ConfigurationError(
+                f"`base_url={base_url!r}`: give an http(s) URL, e.g. `{self.default_base_url}`."
+            )
+        if not isinstance(headers, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in headers.items()
+        ):
+            raise ConfigurationError("`headers=`: give a dict of header names to string values.")
+        self.api_key_env: str | None = self.default_key_env if key_env is _UNSET else key_env
+        self.base_url = base_url.rstrip("/")
+        self.headers: dict[str, str] = dict(headers)
+        for name, value in self.headers.items():
+            if _SECRET_HEADER.search(name):
+                Secret(value)  # remembered, so `redact` scrubs it if a server echoes it
+        self._api_key = Secret(api_key) if api_key else None
+        self._env_key: Secret | None = None
+        self._http = HTTPClient(self.name, self.base_url, **http)
+
+    @property
+    def name(self) -> str:
+        """The name errors are reported under: the preset if any, else the provider."""
+        return self.preset or self.provider
+
+    def resolve_key(self) -> Secret | None:
+        """The key for the next call; raises `AuthenticationError` if one is needed and unset."""
+        if self._api_key is not None:
+            return self._api_key
+        if self.api_key_env:
+            value = os.environ.get(self.api_key_env, "").strip()
+            if value:
+                if self._env_key is None or self._env_key.reveal() != value:
+                    self._env_key = Secret(value)
+                return self._env_key
+            if not is_loopback(self.base_url):
+                raise missing_key_error(self.name, self.api_key_env)
+        return None
+
+    @property
+    def key_hint(self) -> str:
+        if self._api_key is not None:
+            return "Check the `api_key=` given to this model."
+        return f"Check the key in the `{self.api_key_env}` environment variable."
+
+    def config(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "base_url": self.base_url,
+            "preset": self.preset,
+            "api_key_env": self.api_key_env,
+            "timeout": self._http.timeout,
+            "connect_timeout": self._http.connect_timeout,
+            "max_retries": self._http.max_retries,
+        }
+        safe = {k: v for k, v in self.headers.items() if not _SECRET_HEADER.search(k)}
+        if safe:
+            data["headers"] = safe
+        return data
+
+    def live_config(self) -> dict[str, Any]:
+        """For in-process copies only: the explicit key (still a `Secret`) and all headers."""
+        data: dict[str, Any] = {"headers": dict(self.headers)} if self.headers else {}
+        if self._api_key is not None:
+            data["api_key"] = self._api_key
+        return data
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(provider={self.name!r}, model={self.model!r}, "
+            f"base_url={redact(self.base_url)!r})"
+        )

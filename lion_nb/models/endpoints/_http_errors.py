@@ -1,0 +1,251 @@
+"""From an HTTP answer to a typed, redacted `ProviderError`, tagged with how to retry it.
+
+Status decides first (401 authentication, 403 permission, 404 not found, 429 rate limit,
+400/413/422 bad request, 5xx server, 529 overloaded); the body refines it: a context-length
+message makes a `ContextWindowError`, ``insufficient_quota`` / billing a `QuotaExceededError`,
+``overloaded_error`` an `OverloadedError`. Every text taken from a provider goes through
+`redact`, and so does every string of the body kept on the error.
+
+Each error gets two attributes the retry policy reads: ``retryable`` and ``retry_after``
+(seconds, from ``retry-after-ms`` / ``retry-after`` when 0 < x <= 60); errors met once a
+stream started also get ``partial_text``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import httpx
+
+from ...errors import (
+    AuthenticationError,
+    BadRequestError,
+    ContextWindowError,
+    NotFoundError,
+    OverloadedError,
+    PermissionDeniedError,
+    ProviderError,
+    ProviderTimeoutError,
+    QuotaExceededError,
+    RateLimitError,
+    ServerError,
+    StreamInterruptedError,
+)
+from ..secrets import redact
+
+__all__ = [
+    "MAX_RETRY_AFTER",
+    "error_fields",
+    "error_from_payload",
+    "error_from_response",
+    "missing_key_error",
+    "parse_retry_after",
+    "request_id_of",
+    "stream_error",
+    "tag",
+]
+
+MAX_RETRY_AFTER = 60.0
+_RETRY_STATUSES = frozenset({408, 409, 429})
+_CONTEXT = re.compile(
+    r"context[_ ](length|window|size)|prompt is too long|reduce the length|exceed_context",
+    re.IGNORECASE,
+)
+_QUOTA = re.compile(r"insufficient_quota|billing|quota exceeded|exceeded your current quota", re.I)
+_SNIPPET = 500
+
+
+def request_id_of(headers: httpx.Headers) -> str | None:
+    return headers.get("x-request-id") or headers.get("request-id")
+
+
+def parse_retry_after(headers: httpx.Headers | dict[str, str]) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` / ``retry-after``, if 0 < x <= 60."""
+    headers = httpx.Headers(headers)
+    seconds: float | None = None
+    if (ms := headers.get("retry-after-ms")) is not None:
+        try:
+            seconds = float(ms) / 1000.0
+        except ValueError:
+            seconds = None
+    if seconds is None and (value := headers.get("retry-after")) is not None:
+        try:
+            seconds = float(value)
+        except ValueError:
+            try:
+                seconds = parsedate_to_datetime(value).timestamp() - time.time()
+            except (TypeError, ValueError, IndexError):
+                seconds = None
+    if seconds is not None and 0 < seconds <= MAX_RETRY_AFTER:
+        return seconds
+    return None
+
+
+def _scrub(value: Any) -> Any:
+    """``value`` with `redact` applied to every string in it (error bodies are kept)."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {k: _scrub(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_scrub(v) for v in value]
+    return value
+
+
+def tag(
+    exc: ProviderError,
+    *,
+    retryable: bool = False,
+    retry_after: float | None = None,
+    partial_text: str | None = None,
+) -> ProviderError:
+    exc.retryable = retryable  # type: ignore[attr-defined]
+    exc.retry_after = retry_after  # type: ignore[attr-defined]
+    if partial_text is not None:
+        exc.partial_text = partial_text  # type: ignore[attr-defined]
+    return exc
+
+
+# -- error mapping -----------------------------------------------------------------------------
+def error_fields(body: Any) -> tuple[str | None, str | None, Any]:
+    """``(message, type, code)`` from any known error shape.
+
+    Wrapped (OpenAI, Anthropic, llama.cpp): ``{"error": {"message", "type", "code"}}``;
+    flat (vLLM): ``{"object": "error", "message", "type", "code": 400}``; plain
+    (Ollama): ``{"error": "text"}``; FastAPI: ``{"detail": ...}``.
+    """
+    if not isinstance(body, dict):
+        return None, None, None
+    err = body.get("error")
+    if isinstance(err, dict):
+        message = err.get("message")
+        return _text(message), err.get("type"), err.get("code")
+    if isinstance(err, str):
+        return err, body.get("type"), body.get("code")
+    if "message" in body:
+        return _text(body["message"]), body.get("type"), body.get("code")
+    if "detail" in body:
+        return _text(body["detail"]), None, None
+    return None, None, None
+
+
+def _text(value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _error_class(status: int | None, etype: Any, code: Any, message: str) -> type[ProviderError]:
+    text = f"{etype or ''} {code or ''} {message}"
+    if status == 529 or etype == "overloaded_error":
+        return OverloadedError
+    if status == 401 or etype == "authentication_error":
+        return AuthenticationError
+    if status == 403 or etype == "permission_error":
+        return PermissionDeniedError
+    if status == 404 or etype == "not_found_error":
+        return NotFoundError
+    if status == 429 or etype == "rate_limit_error":
+        return QuotaExceededError if _QUOTA.search(text) else RateLimitError
+    if status == 408:
+        return ProviderTimeoutError
+    if status == 409:
+        return ProviderError
+    if (status is not None and 400 <= status < 500) or etype == "invalid_request_error":
+        return ContextWindowError if _CONTEXT.search(text) else BadRequestError
+    if (status is not None and status >= 500) or etype == "api_error":
+        return ServerError
+    return ProviderError
+
+
+_HINTS: dict[type[ProviderError], str] = {
+    NotFoundError: "Check `model=` and `base_url=`.",
+    ContextWindowError: "Shorten the conversation or pick a model with a larger context.",
+    QuotaExceededError: "Retrying will not help: check the account's plan and billing.",
+}
+
+
+def error_from_payload(
+    provider: str,
+    status: int | None,
+    body: Any,
+    *,
+    request_id: str | None = None,
+    reason: str = "",
+    key_hint: str | None = None,
+) -> ProviderError:
+    """A typed, redacted error from a status and a (parsed) error body."""
+    message, etype, code = error_fields(body)
+    if status is None and isinstance(code, int) and 400 <= code < 600:
+        status = code  # a flat vLLM error in a stream names its status only as ``code``
+    if message is None:
+        message = body if isinstance(body, str) and body else (reason or "no error message")
+    message = redact(message.strip()[:2000])
+    cls = _error_class(status, etype, code, message)
+    hint = key_hint if cls is AuthenticationError else _HINTS.get(cls)
+    if hint:
+        message = f"{message} {hint}"
+    if request_id is None and isinstance(body, dict) and isinstance(body.get("request_id"), str):
+        request_id = body["request_id"]
+    return cls(message, provider=provider, status=status, request_id=request_id, body=_scrub(body))
+
+
+def error_from_response(
+    provider: str, response: httpx.Response, *, key_hint: str | None = None
+) -> ProviderError:
+    """The error for a non-2xx response, tagged with whether and when to retry it."""
+    status = response.status_code
+    try:
+        body: Any = response.json()
+    except ValueError:
+        body = response.text.strip()[:_SNIPPET]
+    exc = error_from_payload(
+        provider,
+        status,
+        body,
+        request_id=request_id_of(response.headers),
+        reason=response.reason_phrase,
+        key_hint=key_hint,
+    )
+    should = response.headers.get("x-should-retry", "").strip().lower()
+    if should in ("true", "false"):
+        retryable = should == "true"
+    else:
+        retryable = status in _RETRY_STATUSES or status >= 500
+        retryable = retryable and not isinstance(exc, QuotaExceededError)
+    return tag(exc, retryable=retryable, retry_after=parse_retry_after(response.headers))
+
+
+def stream_error(
+    provider: str,
+    message: str,
+    *,
+    request_id: str | None,
+    partial_text: str,
+    body: Any = None,
+    cls: type[ProviderError] = StreamInterruptedError,
+) -> ProviderError:
+    """An error met after a stream started: never retried, keeps the text received so far."""
+    note = f" ({len(partial_text)} characters had arrived)" if partial_text else ""
+    exc = cls(
+        redact(message) + note,
+        provider=provider,
+        request_id=request_id,
+        body=_scrub(body),
+    )
+    return tag(exc, partial_text=partial_text)
+
+
+def missing_key_error(provider: str, env_var: str) -> AuthenticationError:
+    """The missing-key error: names the variable, never a value."""
+    exc = AuthenticationError(
+        f"no API key. Set the `{env_var}` environment variable, or pass `api_key=` "
+        f'(`iModel(provider="{provider}", model=..., api_key=...)`).',
+        provider=provider,
+    )
+    tag(exc)
+    return exc

@@ -1,0 +1,462 @@
+"""Run a CLI agent as a subprocess and stream its JSON-lines output, cleaning up always.
+
+Design decisions:
+
+- The CLI runs in its own session (``start_new_session=True``), so it leads a process group
+  of its own: everything it spawns (shells, tool processes) can be stopped with one signal.
+- Every exit path -- normal end, an exception, cancellation, a consumer that stops early and
+  closes the generator, the deadline -- stops the group: SIGTERM, up to ``grace`` seconds for
+  it to go, then SIGKILL; the CLI itself is always reaped. The stop is shielded from
+  cancellation so a cancelled run cannot leave a process behind.
+- stdin is closed (the prompt travels in argv). stderr goes to a pipe drained by a daemon
+  thread that keeps only the last ``stderr_cap`` bytes, so a CLI that floods stderr can never
+  block on a full pipe, and memory stays bounded.
+- The deadline is absolute (``time.monotonic()``) and applied to each read, never as a cancel
+  scope spanning a ``yield`` (which async generators must not do).
+- A non-zero exit raises `CLIError` only when the CLI did not already report the failure as
+  an event: the caller says so through ``error_reported``.
+
+`SubprocessCLIEndpoint` is the shared base of the ``claude_code``, ``codex`` and
+``gemini_cli`` endpoints: executable lookup, settings, the timeout option and the stream
+loop. Each subclass builds its argv and translates its CLI's events into `StreamChunk`s.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import AsyncGenerator, Callable
+from contextlib import aclosing
+from pathlib import Path
+from typing import Any, ClassVar
+
+import anyio
+from anyio.abc import ByteReceiveStream, Process
+
+from ...errors import CLIError, ConfigurationError, ProviderTimeoutError
+from ..secrets import redact
+from ..stream import StreamChunk
+from .base import CLIEndpoint, CLIRequest, emit_text_delta
+
+__all__ = [
+    "ChunkTranslator",
+    "SubprocessCLIEndpoint",
+    "deadline_from_timeout",
+    "normalized_usage",
+    "run_cli",
+]
+
+log = logging.getLogger("lion_nb.models.cli")
+
+DEFAULT_GRACE = 2.0
+DEFAULT_STDERR_CAP = 64 * 1024
+MAX_LINE = 64 * 1024 * 1024  # a longer stdout line is dropped, not buffered without bound
+_LIVE_GROUPS: set[int] = set()
+
+
+# -- process groups ----------------------------------------------------------------------------
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        if hasattr(os, "killpg"):
+            os.killpg(pgid, sig)
+        else:  # pragma: no cover - Windows has no process groups of this kind
+            os.kill(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether a process that is not a zombie remains in the group."""
+    if not hasattr(os, "killpg"):  # pragma: no cover
+        return False
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    proc = Path("/proc")
+    if not proc.is_dir():  # pragma: no cover - without /proc, zombies count as alive
+        return True
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":
+            return True
+    return False
+
+
+async def _stop(process: Process, grace: float) -> None:
+    """SIGTERM the group, wait up to ``grace`` s, SIGKILL what is left, reap the leader."""
+    pgid = process.pid
+    if process.returncode is None or _group_alive(pgid):
+        _signal_group(pgid, signal.SIGTERM)
+        with anyio.move_on_after(grace):
+            await process.wait()
+            while _group_alive(pgid):  # noqa: ASYNC110 - a group has no exit event to await
+                await anyio.sleep(0.02)
+        if process.returncode is None or _group_alive(pgid):
+            _signal_group(pgid, getattr(signal, "SIGKILL", signal.SIGTERM))
+    await process.wait()
+    await process.aclose()
+
+
+@atexit.register
+def _kill_leftovers() -> None:  # last resort when the interpreter exits mid-run
+    for pgid in list(_LIVE_GROUPS):
+        _signal_group(pgid, getattr(signal, "SIGKILL", signal.SIGTERM))
+
+
+class _StderrTail:
+    """Drain a pipe in a daemon thread, keeping its last ``cap`` bytes."""
+
+    def __init__(self, fd: int, cap: int):
+        self._fd = fd
+        self._cap = cap
+        self._buf = bytearray()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._drain, name="lion-cli-stderr", daemon=True)
+        self._thread.start()
+
+    def _drain(self) -> None:
+        try:
+            while data := os.read(self._fd, 65536):
+                with self._lock:
+                    self._buf += data
+                    if len(self._buf) > self._cap:
+                        del self._buf[: len(self._buf) - self._cap]
+        except OSError:
+            pass
+        finally:
+            os.close(self._fd)
+
+    async def wait_closed(self, within: float) -> None:
+        """Wait (off the event loop) for the pipe's end, at most ``within`` seconds."""
+        await anyio.to_thread.run_sync(self._thread.join, within)
+
+    def text(self) -> str:
+        with self._lock:
+            data = bytes(self._buf)
+        return redact(data.decode("utf-8", errors="replace"))
+
+
+# -- the stream ----------------------------------------------------------------------------------
+def deadline_from_timeout(timeout: Any) -> float | None:
+    """A positive number of seconds becomes an absolute monotonic deadline; anything else none."""
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
+        return None
+    return time.monotonic() + float(timeout)
+
+
+def _exit_text(code: int) -> str:
+    if code < 0:
+        try:
+            return f"was killed by signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with code {code}"
+
+
+async def _receive(stream: ByteReceiveStream, deadline: float | None) -> bytes | None:
+    """The next bytes of ``stream``; ``b""`` at its end; ``None`` when the deadline passed."""
+    if deadline is None:
+        try:
+            return await stream.receive(65536)
+        except anyio.EndOfStream:
+            return b""
+    with anyio.move_on_after(max(0.0, deadline - time.monotonic())):
+        try:
+            return await stream.receive(65536)
+        except anyio.EndOfStream:
+            return b""
+    return None
+
+
+def _decode(line: bytes, name: str) -> dict[str, Any] | None:
+    text = line.strip()
+    if not text:
+        return None
+    try:
+        event = json.loads(text)
+    except ValueError:
+        log.debug(
+            "`%s` printed a line that is not JSON: %.200s",
+            name,
+            redact(text.decode("utf-8", "replace")),
+        )
+        return None
+    return event if isinstance(event, dict) else None
+
+
+async def run_cli(
+    argv: list[str],
+    *,
+    name: str,
+    provider: str | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    deadline: float | None = None,
+    grace: float = DEFAULT_GRACE,
+    stderr_cap: int = DEFAULT_STDERR_CAP,
+    error_reported: Callable[[], bool] = lambda: False,
+    exit_message: Callable[[int], str | None] = lambda code: None,
+) -> AsyncGenerator[dict[str, Any], None]:
+    """Run ``argv`` and yield each JSON object it prints on stdout, one per line.
+
+    ``name`` is the executable's name for messages. Raises `ProviderTimeoutError` when
+    ``deadline`` passes and `CLIError` for a non-zero exit that ``error_reported()`` denies.
+    """
+    start = time.monotonic()
+    read_fd, write_fd = os.pipe()
+    try:
+        process = await anyio.open_process(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=write_fd,
+            cwd=cwd,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        os.close(read_fd)
+        raise ConfigurationError(f"`{name}` could not be started ({exc.strerror or exc}).") from exc
+    finally:
+        os.close(write_fd)
+    _LIVE_GROUPS.add(process.pid)
+    stderr = _StderrTail(read_fd, stderr_cap)
+    assert process.stdout is not None
+    try:
+        buf = bytearray()
+        dropping = False
+        while True:
+            data = await _receive(process.stdout, deadline)
+            if data is None:
+                raise ProviderTimeoutError(
+                    f"`{name}` did not finish before its deadline (stopped after "
+                    f"{time.monotonic() - start:.1f} s). Give a larger `timeout=` or "
+                    "`timeout=None` for no deadline.",
+                    provider=provider,
+                )
+            if not data:
+                break
+            buf += data
+            while (end := buf.find(b"\n")) >= 0:
+                line = bytes(buf[:end])
+                del buf[: end + 1]
+                if dropping:
+                    dropping = False
+                    continue
+                if (event := _decode(line, name)) is not None:
+                    yield event
+            if len(buf) > MAX_LINE:
+                log.warning(
+                    "`%s` printed a line longer than %d bytes; it was dropped", name, MAX_LINE
+                )
+                buf.clear()
+                dropping = True
+        if not dropping and (event := _decode(bytes(buf), name)) is not None:
+            yield event
+        remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+        with anyio.move_on_after(remaining):
+            await process.wait()
+        if process.returncode is None:
+            raise ProviderTimeoutError(
+                f"`{name}` closed its output but did not exit before its deadline.",
+                provider=provider,
+            )
+    finally:
+        with anyio.CancelScope(shield=True):
+            try:
+                await _stop(process, grace)
+            finally:
+                _LIVE_GROUPS.discard(process.pid)
+                await stderr.wait_closed(0.5)
+    code = process.returncode
+    if code and not error_reported():
+        tail = stderr.text()
+        detail = exit_message(code) or f"`{name}` {_exit_text(code)} without reporting an error."
+        last = tail.strip()[-500:]
+        message = (
+            f"{detail} Last output on stderr: {last}"
+            if last
+            else f"{detail} It wrote nothing on stderr."
+        )
+        raise CLIError(message, exit_code=code, stderr=tail, provider=provider)
+
+
+def normalized_usage(
+    input_tokens: Any, output_tokens: Any, raw: Any, total: Any = None, **extra: Any
+) -> dict[str, Any]:
+    """``input_tokens`` / ``output_tokens`` / ``total_tokens`` whatever the CLI, plus ``raw``."""
+    inp = int(input_tokens or 0)
+    out = int(output_tokens or 0)
+    usage = {"input_tokens": inp, "output_tokens": out, "total_tokens": int(total or inp + out)}
+    usage.update({k: v for k, v in extra.items() if v is not None})
+    usage["raw"] = raw
+    return usage
+
+
+# -- the endpoint base -------------------------------------------------------------------------
+class ChunkTranslator:
+    """Turns one run's CLI events into chunks; one instance per run (it may keep state)."""
+
+    def __init__(self) -> None:
+        #: set once the run's failure was reported as an ``error`` chunk (or will be)
+        self.error_reported = False
+
+    def feed(self, event: dict[str, Any]) -> list[StreamChunk]:
+        raise NotImplementedError
+
+    def finish(self) -> list[StreamChunk]:
+        """Chunks owed at the end of the output (a failure held back, for example)."""
+        return []
+
+    def exit_message(self, code: int) -> str | None:
+        """A clearer message for a known exit code."""
+        return None
+
+    def error(self, message: str | None, **metadata: Any) -> StreamChunk:
+        self.error_reported = True
+        text = (message or "").strip() or "(empty error)"
+        return StreamChunk(type="error", content=text, metadata=metadata)
+
+
+class SubprocessCLIEndpoint(CLIEndpoint):
+    """A CLI agent found on ``PATH`` (or at ``cli_path``) and run once per request.
+
+    Settings shared by every CLI: ``cli_path`` (executable name or path), ``cwd`` (working
+    directory of the agent), ``terminate_grace`` (seconds between SIGTERM and SIGKILL). The
+    only request option is ``timeout`` (seconds; the run's absolute deadline).
+    """
+
+    executable: ClassVar[str] = ""
+    install_hint: ClassVar[str] = ""
+    request_options: ClassVar[frozenset[str]] = frozenset({"timeout"})
+
+    def __init__(
+        self,
+        model: str = "",
+        *,
+        cli_path: str | os.PathLike[str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        terminate_grace: float = DEFAULT_GRACE,
+        **options: Any,
+    ):
+        unknown = sorted(set(options) - self.request_options)
+        if unknown:
+            raise ConfigurationError(
+                f"`{self.provider}` does not take {', '.join(f'`{k}`' for k in unknown)}. "
+                f"Its settings are: {', '.join(f'`{k}`' for k in self.setting_names())}."
+            )
+        super().__init__(model or "", **options)
+        self.cli_path = os.fspath(cli_path) if cli_path is not None else None
+        self.cwd = os.fspath(cwd) if cwd is not None else None
+        self.terminate_grace = float(terminate_grace)
+
+    @classmethod
+    def setting_names(cls) -> list[str]:
+        return ["cli_path", "cwd", "terminate_grace", "timeout"]
+
+    # -- what a subclass provides ----------------------------------------------------------
+    def build_args(self, request: CLIRequest) -> list[str]:
+        """The arguments after the executable."""
+        raise NotImplementedError
+
+    def new_translator(self) -> ChunkTranslator:
+        raise NotImplementedError
+
+    # -- shared ---------------------------------------------------------------------------------
+    @property
+    def model_flag(self) -> str | None:
+        """The model to name on the command line; ``""`` and ``"default"`` leave it to the CLI."""
+        return None if self.model in ("", "default") else self.model
+
+    def config(self) -> dict[str, Any]:
+        data: dict[str, Any] = {}
+        if self.cli_path is not None:
+            data["cli_path"] = self.cli_path
+        if self.cwd is not None:
+            data["cwd"] = self.cwd
+        if self.terminate_grace != DEFAULT_GRACE:
+            data["terminate_grace"] = self.terminate_grace
+        return data
+
+    def resolve_executable(self) -> str:
+        """The executable's full path, looked up now (so a later install is seen)."""
+        target = self.cli_path or self.executable
+        found = shutil.which(target)
+        if found is not None:
+            return found
+        if self.cli_path:
+            raise ConfigurationError(
+                f"`{self.cli_path}` (the `cli_path=` of `{self.provider}`) is not an "
+                f"executable. Point `cli_path=` at the `{self.executable}` executable."
+            )
+        raise ConfigurationError(
+            f"`{self.executable}` was not found on PATH. {self.install_hint} Or pass "
+            f'`cli_path="/path/to/{self.executable}"` to `iModel(provider="{self.provider}", ...)`.'
+        )
+
+    def _reject_images(self, request: CLIRequest) -> None:
+        if request.images:
+            raise ConfigurationError(
+                f"`{self.provider}` cannot take images from `CLIRequest.images`; mention the "
+                "file paths in the prompt instead so the agent reads them itself."
+            )
+
+    async def stream(self, request: CLIRequest) -> AsyncGenerator[StreamChunk, None]:
+        """Run the CLI once; closing this generator stops the CLI and its children."""
+        argv = [self.resolve_executable(), *self.build_args(request)]
+        timeout = {**self.options, **request.options}.get("timeout")
+        translator = self.new_translator()
+        events = run_cli(
+            argv,
+            name=self.executable,
+            provider=self.provider,
+            cwd=self.cwd,
+            deadline=deadline_from_timeout(timeout),
+            grace=self.terminate_grace,
+            error_reported=lambda: translator.error_reported,
+            exit_message=translator.exit_message,
+        )
+        async with aclosing(events):
+            async for event in events:
+                for chunk in translator.feed(event):
+                    self._observe(chunk)
+                    yield chunk
+        for chunk in translator.finish():
+            self._observe(chunk)
+            yield chunk
+
+    def _observe(self, chunk: StreamChunk) -> None:
+        session_id = chunk.metadata.get("session_id")
+        if session_id:  # an ended or failed session can still be resumed
+            self.session_id = session_id
+        if chunk.type == "text" and chunk.content:
+            emit_text_delta(chunk.content)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model={self.model!r}, cli_path={self.cli_path!r})"
+
+
+def positional(prompt: str) -> list[str]:
+    """The prompt as the last argument, after ``--`` when it could pass for a flag."""
+    return ["--", prompt] if prompt.startswith("-") else [prompt]
+
+
+def with_system(request: CLIRequest) -> str:
+    """The prompt with the system text before it, for CLIs without a system-prompt flag."""
+    if request.system:
+        return f"{request.system.strip()}\n\n{request.prompt}"
+    return request.prompt

@@ -1,0 +1,396 @@
+"""`AnthropicEndpoint`: Claude through the Messages API (``{base_url}/v1/messages``).
+
+Requests arrive in OpenAI chat shape and are translated here:
+
+- ``system`` (and ``developer``) messages become the top-level ``system`` text;
+- an assistant's ``tool_calls`` become ``tool_use`` blocks; ``tool`` messages become
+  ``tool_result`` blocks of a user turn, and consecutive turns of one role are merged (the
+  API wants user and assistant to alternate);
+- ``image_url`` parts become image blocks: a ``data:`` URL a base64 source, an http(s) URL
+  a ``url`` source;
+- OpenAI function tools become ``{"name", "description", "input_schema"}``; ``stop``
+  becomes ``stop_sequences``; ``max_tokens`` (required by the API) defaults to 4096.
+
+Structured output. The Messages API has no JSON mode, so a ``response_format`` becomes one
+more tool, named after the schema, whose ``input_schema`` is that schema, and the model is
+made to call it (``tool_choice={"type": "tool", "name": ...}``; ``{"type": "any"}`` when
+other tools are offered too, so it may still use them first). The call's input is the
+answer: `ModelResponse.text` is ``json.dumps(input)`` and the call is not reported as a tool
+call. A schema that is not an object is wrapped as ``{"value": schema}`` and unwrapped.
+
+Streaming errors. An ``event: error`` before any content block started is raised as the
+provider's typed error (``overloaded_error`` -> `OverloadedError`), after content as
+`StreamInterruptedError` whose message includes the provider's message; neither is retried
+(nothing is, once a 200 stream started), and both carry the text received as
+``partial_text``.
+
+Usage: ``input_tokens`` counts cached prompt tokens too (``cache_read_input_tokens`` and
+``cache_creation_input_tokens`` are added); the provider's own figures are under ``raw``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from httpx_sse import ServerSentEvent
+
+from ...errors import ProviderError
+from ._http import HTTPEndpoint, normalize_usage
+from ._http_errors import error_fields, error_from_payload, stream_error, tag
+from .base import ChatRequest, ModelResponse, ToolCall, emit_text_delta, wants_stream
+from .openai import decode_arguments
+
+__all__ = ["ANTHROPIC_VERSION", "AnthropicEndpoint", "to_anthropic_messages"]
+
+ANTHROPIC_VERSION = "2023-06-01"
+DEFAULT_MAX_TOKENS = 4096
+_NAME = re.compile(r"[^a-zA-Z0-9_-]")
+_STOP = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "max_tokens": "length",
+    "tool_use": "tool_calls",
+    "refusal": "content_filter",
+}
+_TOOL_CHOICE = {"auto": {"type": "auto"}, "none": {"type": "none"}, "required": {"type": "any"}}
+
+
+@dataclass(slots=True, frozen=True)
+class _Answer:
+    """The forced tool that carries a structured answer."""
+
+    name: str
+    wrapped: bool
+
+
+class AnthropicEndpoint(HTTPEndpoint):
+    """``iModel(provider="anthropic", model="claude-sonnet-4-5")``."""
+
+    provider: ClassVar[str] = "anthropic"
+    default_base_url: ClassVar[str] = "https://api.anthropic.com"
+    default_key_env: ClassVar[str | None] = "ANTHROPIC_API_KEY"
+
+    async def complete(self, request: ChatRequest) -> ModelResponse:
+        key = self.resolve_key()
+        headers = {"anthropic-version": ANTHROPIC_VERSION, **self.headers}
+        if key is not None:
+            headers["x-api-key"] = key.reveal()
+        body, stream, answer = self._body(request)
+        if stream:
+            reply = await self._http.post_stream(
+                "/v1/messages",
+                body,
+                headers,
+                lambda rid: _MessageStream(self.name, rid),
+                key_hint=self.key_hint,
+            )
+        else:
+            reply = await self._http.post_json(
+                "/v1/messages", body, headers, key_hint=self.key_hint
+            )
+        return self._response(reply.data, reply.request_id, answer)
+
+    # -- request -------------------------------------------------------------------------------
+    def _body(self, request: ChatRequest) -> tuple[dict[str, Any], bool, _Answer | None]:
+        options = {k: v for k, v in request.options.items() if v is not None}
+        stream = bool(options.pop("stream", False)) or request.stream or wants_stream()
+        max_tokens = options.pop("max_tokens", None)
+        max_tokens = options.pop("max_completion_tokens", None) or max_tokens
+        if "stop" in options:
+            stop = options.pop("stop")
+            options["stop_sequences"] = [stop] if isinstance(stop, str) else list(stop)
+        choice = options.pop("tool_choice", None)
+        system, messages = to_anthropic_messages(request.messages)
+        body: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": max_tokens or DEFAULT_MAX_TOKENS,
+            "messages": messages,
+            **options,
+        }
+        if system:
+            body["system"] = system
+        tools = [_tool(t) for t in request.tools or []]
+        tool_choice = _tool_choice(choice) if choice is not None else None
+        answer = None
+        if request.response_format:
+            answer, tool = _answer_tool(request.response_format)
+            tool_choice = {"type": "tool", "name": answer.name} if not tools else {"type": "any"}
+            tools.append(tool)
+        if tools:
+            body["tools"] = tools
+        if tool_choice:
+            body["tool_choice"] = tool_choice
+        if stream:
+            body["stream"] = True
+        return body, stream, answer
+
+    # -- response ------------------------------------------------------------------------------
+    def _response(self, data: Any, request_id: str | None, answer: _Answer | None) -> ModelResponse:
+        if not isinstance(data, dict) or not isinstance(data.get("content"), list):
+            if error_fields(data)[0] is not None:  # a 200 that carries an error
+                raise error_from_payload(self.name, None, data, request_id=request_id)
+            raise ProviderError(
+                "the answer has no `content`; check that `base_url` is the API root "
+                "(`https://api.anthropic.com`, without `/v1`).",
+                provider=self.name,
+                request_id=request_id,
+            )
+        texts: list[str] = []
+        calls: list[ToolCall] = []
+        answered: Any = None
+        for block in data["content"]:
+            kind = block.get("type")
+            if kind == "text":
+                texts.append(block.get("text") or "")
+            elif kind == "tool_use" and answer and block.get("name") == answer.name:
+                answered = block.get("input") or {}
+            elif kind == "tool_use":
+                calls.append(
+                    ToolCall(
+                        id=block.get("id") or "",
+                        name=block.get("name") or "",
+                        arguments=decode_arguments(block.get("input")),
+                    )
+                )
+        text = "".join(texts)
+        finish = _STOP.get(data.get("stop_reason"), data.get("stop_reason"))
+        if answered is not None:
+            value = answered.get("value") if answer.wrapped else answered
+            text = json.dumps(value, ensure_ascii=False)
+            finish = "stop" if not calls else finish
+        usage = data.get("usage") or {}
+        prompt = sum(
+            int(usage.get(k) or 0)
+            for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+        )
+        return ModelResponse(
+            text=text,
+            tool_calls=calls,
+            usage=normalize_usage(usage, prompt, usage.get("output_tokens")),
+            raw=data,
+            model=data.get("model") or self.model,
+            finish_reason=finish,
+            request_id=request_id,
+        )
+
+
+# -- translation -------------------------------------------------------------------------------
+def to_anthropic_messages(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+    """``(system, messages)`` in Messages API form from OpenAI-style messages."""
+    system: list[str] = []
+    out: list[dict[str, Any]] = []
+    for msg in messages:
+        role, content = msg.get("role"), msg.get("content")
+        if role in ("system", "developer"):
+            text = "".join(b.get("text", "") for b in _blocks(content) if b["type"] == "text")
+            if text:
+                system.append(text)
+        elif role == "tool":
+            block = {
+                "type": "tool_result",
+                "tool_use_id": msg.get("tool_call_id") or "",
+                "content": content if isinstance(content, str) else _tool_result(content),
+            }
+            if msg.get("is_error"):
+                block["is_error"] = True
+            _append(out, "user", [block])
+        elif role == "assistant":
+            blocks = _blocks(content)
+            for call in msg.get("tool_calls") or []:
+                fn = call.get("function") or call
+                blocks.append(
+                    {
+                        "type": "tool_use",
+                        "id": call.get("id") or "",
+                        "name": fn.get("name") or "",
+                        "input": decode_arguments(fn.get("arguments")),
+                    }
+                )
+            _append(out, "assistant", blocks)
+        else:
+            _append(out, "user", _blocks(content))
+    return "\n\n".join(system), out
+
+
+def _append(out: list[dict[str, Any]], role: str, blocks: list[dict[str, Any]]) -> None:
+    if not blocks:
+        return
+    if out and out[-1]["role"] == role:
+        out[-1]["content"].extend(blocks)
+    else:
+        out.append({"role": role, "content": blocks})
+
+
+def _blocks(content: Any) -> list[dict[str, Any]]:
+    if content is None:
+        return []
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    if not isinstance(content, list):
+        return [{"type": "text", "text": json.dumps(content, default=str)}]
+    blocks = []
+    for part in content:
+        if isinstance(part, str):
+            blocks.append({"type": "text", "text": part})
+        elif part.get("type") == "text":
+            if part.get("text"):
+                blocks.append({"type": "text", "text": part["text"]})
+        elif part.get("type") == "image_url":
+            blocks.append(_image(part.get("image_url")))
+        else:  # already an Anthropic block (image, document, ...)
+            blocks.append(part)
+    return blocks
+
+
+def _image(ref: Any) -> dict[str, Any]:
+    url = ref.get("url", "") if isinstance(ref, dict) else str(ref or "")
+    if url.startswith("data:"):
+        header, _, data = url.partition(",")
+        media_type = header[5:].split(";", 1)[0] or "image/png"
+        source = {"type": "base64", "media_type": media_type, "data": data}
+    else:
+        source = {"type": "url", "url": url}
+    return {"type": "image", "source": source}
+
+
+def _tool_result(content: Any) -> Any:
+    if isinstance(content, list):
+        return _blocks(content)
+    return json.dumps(content, ensure_ascii=False, default=str)
+
+
+def _tool(tool: dict[str, Any]) -> dict[str, Any]:
+    if "input_schema" in tool or ("type" in tool and tool["type"] != "function"):
+        return tool  # already an Anthropic tool (client or server tool)
+    fn = tool.get("function", tool)
+    out = {
+        "name": fn.get("name"),
+        "input_schema": fn.get("parameters") or {"type": "object", "properties": {}},
+    }
+    if fn.get("description"):
+        out["description"] = fn["description"]
+    return out
+
+
+def _tool_choice(choice: Any) -> Any:
+    if isinstance(choice, str):
+        return _TOOL_CHOICE.get(choice, {"type": "tool", "name": choice})
+    if isinstance(choice, dict) and choice.get("type") == "function":
+        return {"type": "tool", "name": (choice.get("function") or {}).get("name")}
+    return choice
+
+
+def _answer_tool(fmt: dict[str, Any]) -> tuple[_Answer, dict[str, Any]]:
+    if fmt.get("type") == "json_schema":  # OpenAI wire form
+        fmt = fmt.get("json_schema") or {}
+    schema = dict(fmt.get("schema") or {"type": "object"})
+    kind = schema.get("type", "object" if "properties" in schema else None)
+    wrapped = kind != "object"
+    if wrapped:
+        defs = {k: schema.pop(k) for k in ("$defs", "definitions") if k in schema}
+        schema = {"type": "object", "properties": {"value": schema}, "required": ["value"], **defs}
+    name = _NAME.sub("_", str(fmt.get("name") or "response"))[:64] or "response"
+    tool = {
+        "name": name,
+        "description": "Give the final answer by calling this tool; its input is the answer.",
+        "input_schema": schema,
+    }
+    return _Answer(name, wrapped), tool
+
+
+class _MessageStream:
+    """Merges Messages API events into one message dict, like a non-streamed answer."""
+
+    def __init__(self, provider: str, request_id: str | None):
+        self.provider = provider
+        self.request_id = request_id
+        self.message: dict[str, Any] = {}
+        self.usage: dict[str, Any] = {}
+        self.blocks: dict[int, dict[str, Any]] = {}
+        self.partial_json: dict[int, list[str]] = {}
+        self.text: list[str] = []
+        self.done = False
+
+    @property
+    def partial_text(self) -> str:
+        return "".join(self.text)
+
+    def feed(self, event: ServerSentEvent) -> bool:
+        if not event.data.strip():
+            return False
+        try:
+            data = json.loads(event.data)
+        except ValueError:
+            raise self._interrupted(
+                f"the stream sent an event that is not JSON: {event.data[:200]!r}"
+            ) from None
+        kind = data.get("type") or event.event
+        if kind == "error" or event.event == "error":
+            raise self._error(data)
+        if kind == "message_start":
+            self.message = dict(data.get("message") or {})
+            self.usage = dict(self.message.get("usage") or {})
+        elif kind == "content_block_start":
+            self.blocks[data.get("index", len(self.blocks))] = dict(data.get("content_block") or {})
+        elif kind == "content_block_delta":
+            self._delta(data.get("index", 0), data.get("delta") or {})
+        elif kind == "content_block_stop":
+            self._close_block(data.get("index", 0))
+        elif kind == "message_delta":
+            delta = data.get("delta") or {}
+            self.message.update({k: v for k, v in delta.items() if k.startswith("stop_")})
+            self.usage.update({k: v for k, v in (data.get("usage") or {}).items() if v is not None})
+        elif kind == "message_stop":
+            self.done = True
+            return True
+        return False
+
+    def _delta(self, index: int, delta: dict[str, Any]) -> None:
+        block = self.blocks.setdefault(index, {"type": "text", "text": ""})
+        kind = delta.get("type")
+        if kind == "text_delta":
+            text = delta.get("text") or ""
+            block["text"] = block.get("text", "") + text
+            self.text.append(text)
+            emit_text_delta(text)
+        elif kind == "input_json_delta":
+            self.partial_json.setdefault(index, []).append(delta.get("partial_json") or "")
+        elif kind == "thinking_delta":
+            block["thinking"] = block.get("thinking", "") + (delta.get("thinking") or "")
+        elif kind == "signature_delta":
+            block["signature"] = delta.get("signature")
+        elif kind == "citations_delta":
+            block.setdefault("citations", []).append(delta.get("citation"))
+
+    def _close_block(self, index: int) -> None:
+        parts = self.partial_json.pop(index, None)
+        if parts is not None and (text := "".join(parts)).strip():
+            self.blocks[index]["input"] = decode_arguments(text)
+
+    def _error(self, data: dict[str, Any]) -> ProviderError:
+        if not self.blocks:  # nothing started: the provider's own typed error
+            exc = error_from_payload(self.provider, None, data, request_id=self.request_id)
+            return tag(exc, partial_text="")
+        err = data.get("error") or {}
+        message = f"{err.get('type', 'error')}: {error_fields(data)[0] or 'no message'}"
+        return self._interrupted(f"error in the middle of the stream: {message}", data)
+
+    def _interrupted(self, message: str, body: Any = None) -> ProviderError:
+        return stream_error(
+            self.provider,
+            message,
+            request_id=self.request_id,
+            partial_text=self.partial_text,
+            body=body,
+        )
+
+    def finish(self) -> dict[str, Any]:
+        if not self.done:
+            raise self._interrupted("the stream ended before the answer was complete")
+        for index in list(self.partial_json):
+            self._close_block(index)
+        content = [self.blocks[i] for i in sorted(self.blocks)]
+        return {**self.message, "content": content, "usage": self.usage}

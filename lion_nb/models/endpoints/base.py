@@ -1,0 +1,156 @@
+"""The endpoint seam: what every provider implements, whatever its transport.
+
+An API endpoint answers one `ChatRequest` with one `ModelResponse` (``complete``). A CLI
+endpoint streams `StreamChunk`s for one `CLIRequest` (``stream``), an async generator that
+must clean up its process when closed early. Requests are OpenAI-style message lists; each
+wire adapter translates from that one shape.
+
+Streaming text reaches the caller through `emit_text_delta`: an endpoint that streams calls
+it for every fragment, and whoever set a sink with `streaming_to` (a notebook cell, a
+widget) sees the text as it arrives -- no callback threaded through every signature.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from abc import ABC, abstractmethod
+from collections.abc import AsyncGenerator, Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from ..stream import StreamChunk
+
+__all__ = [
+    "APIEndpoint",
+    "CLIEndpoint",
+    "CLIRequest",
+    "ChatRequest",
+    "Endpoint",
+    "ModelResponse",
+    "ToolCall",
+    "emit_text_delta",
+    "streaming_to",
+]
+
+_delta_sink: contextvars.ContextVar[Callable[[str], None] | None] = contextvars.ContextVar(
+    "lion_nb_delta_sink", default=None
+)
+
+
+@contextmanager
+def streaming_to(sink: Callable[[str], None] | None) -> Iterator[None]:
+    """Send streamed text fragments produced in this context (and its tasks) to ``sink``."""
+    token = _delta_sink.set(sink)
+    try:
+        yield
+    finally:
+        _delta_sink.reset(token)
+
+
+def wants_stream() -> bool:
+    """Whether someone in this context listens to text fragments."""
+    return _delta_sink.get() is not None
+
+
+def emit_text_delta(text: str) -> None:
+    """Hand one text fragment to the current sink; a failing sink never breaks a call."""
+    sink = _delta_sink.get()
+    if sink is not None and text:
+        try:
+            sink(text)
+        except Exception:  # a display problem must not fail the model call
+            import logging
+
+            logging.getLogger("lion_nb.models").warning("stream sink failed", exc_info=True)
+
+
+@dataclass(slots=True)
+class ChatRequest:
+    """One API request in OpenAI chat shape.
+
+    ``tools`` are OpenAI function tools (``{"type": "function", "function": {...}}``);
+    ``response_format`` is ``{"name": str, "schema": dict}`` when JSON output is required;
+    ``options`` carries model options (temperature, max_tokens, ...).
+    """
+
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] | None = None
+    response_format: dict[str, Any] | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+    stream: bool = False
+
+
+@dataclass(slots=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(slots=True)
+class ModelResponse:
+    """One answer. ``usage`` has ``input_tokens``, ``output_tokens``, ``total_tokens``."""
+
+    text: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: dict[str, Any] = field(default_factory=dict)
+    raw: Any = None
+    model: str | None = None
+    finish_reason: str | None = None
+    request_id: str | None = None
+
+
+@dataclass(slots=True)
+class CLIRequest:
+    """One turn for a CLI agent: the prompt, an optional system prompt and a session to resume."""
+
+    prompt: str
+    system: str | None = None
+    resume: str | None = None
+    images: list[str] | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+class Endpoint(ABC):
+    """Base of all endpoints. ``config()`` is what serializes: never a secret."""
+
+    provider: ClassVar[str] = ""
+    is_cli: ClassVar[bool] = False
+
+    def __init__(self, model: str, **options: Any):
+        self.model = model
+        #: request options (temperature, max_tokens, timeout, ...) sent with every call;
+        #: a subclass pops its own settings from the keywords before calling this.
+        self.options: dict[str, Any] = options
+
+    def config(self) -> dict[str, Any]:
+        """Serializable settings needed to rebuild this endpoint (no key, ever)."""
+        return {}
+
+    async def aclose(self) -> None:
+        """Release connections or processes."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model={self.model!r})"
+
+
+class APIEndpoint(Endpoint):
+    """A request/response endpoint (HTTP APIs, the offline model)."""
+
+    @abstractmethod
+    async def complete(self, request: ChatRequest) -> ModelResponse: ...
+
+
+class CLIEndpoint(Endpoint):
+    """A streaming agent run as a subprocess (or its offline stand-in)."""
+
+    is_cli: ClassVar[bool] = True
+
+    def __init__(self, model: str, **options: Any):
+        super().__init__(model, **options)
+        self.session_id: str | None = None
+
+    @abstractmethod
+    def stream(self, request: CLIRequest) -> AsyncGenerator[StreamChunk, None]:
+        """Yield the run's chunks; closing the generator ends the run and its process."""

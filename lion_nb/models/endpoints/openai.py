@@ -1,0 +1,292 @@
+"""`OpenAIEndpoint`: any OpenAI-compatible chat completions server over HTTP.
+
+OpenAI itself, and through ``base_url`` (or a preset) Ollama, vLLM, llama.cpp, LM Studio,
+OpenRouter, Groq and the like: requests go to ``{base_url}/chat/completions``.
+
+- A call streams when the request asks for it or someone listens (`streaming_to`); text
+  fragments go to `emit_text_delta` as they arrive, and the usage comes from
+  ``stream_options.include_usage``. A stream is assembled into the same dict a non-streamed
+  call returns, and both are read by one function, so the two paths cannot drift apart.
+- Streamed tool calls arrive as fragments keyed by ``index`` (id and name only in the
+  first); they are merged here, then each call's arguments are decoded. Arguments that are
+  not a JSON object are kept as ``{"_raw_arguments": text}`` rather than dropped, so the
+  tool layer can report the problem back to the model.
+- ``response_format`` ``{"name", "schema"}`` becomes ``json_schema`` with ``strict: false``:
+  strict mode rejects many ordinary schemas (optional fields, defaults), and the caller
+  validates the answer anyway.
+- Servers with no key (Ollama, llama.cpp, LM Studio, or any loopback URL without a key set)
+  get no ``Authorization`` header.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, ClassVar
+
+from httpx_sse import ServerSentEvent
+
+from ...errors import ProviderError
+from ._http import HTTPEndpoint, normalize_usage
+from ._http_errors import error_fields, error_from_payload, stream_error
+from .base import ChatRequest, ModelResponse, ToolCall, emit_text_delta, wants_stream
+
+__all__ = ["OpenAIEndpoint"]
+
+_NAME = re.compile(r"[^a-zA-Z0-9_-]")
+
+
+class OpenAIEndpoint(HTTPEndpoint):
+    """``iModel(provider="openai", model="gpt-4o-mini")`` or any compatible ``base_url``."""
+
+    provider: ClassVar[str] = "openai"
+    default_base_url: ClassVar[str] = "https://api.openai.com/v1"
+    default_key_env: ClassVar[str | None] = "OPENAI_API_KEY"
+
+    async def complete(self, request: ChatRequest) -> ModelResponse:
+        key = self.resolve_key()
+        headers = {**self.headers}
+        if key is not None:
+            headers["Authorization"] = f"Bearer {key.reveal()}"
+        body, stream = self._body(request)
+        if stream:
+            reply = await self._http.post_stream(
+                "/chat/completions",
+                body,
+                headers,
+                lambda rid: _ChatStream(self.name, rid),
+                key_hint=self.key_hint,
+            )
+        else:
+            reply = await self._http.post_json(
+                "/chat/completions", body, headers, key_hint=self.key_hint
+            )
+        return self._response(reply.data, reply.request_id)
+
+    # -- request -------------------------------------------------------------------------------
+    def _body(self, request: ChatRequest) -> tuple[dict[str, Any], bool]:
+        options = {k: v for k, v in request.options.items() if v is not None}
+        stream = bool(options.pop("stream", False)) or request.stream or wants_stream()
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": _wire_messages(request.messages),
+            **options,
+        }
+        if request.tools:
+            body["tools"] = request.tools
+        if request.response_format:
+            body["response_format"] = _response_format(request.response_format)
+        if stream:
+            body["stream"] = True
+            body["stream_options"] = {"include_usage": True}
+        return body, stream
+
+    # -- response ------------------------------------------------------------------------------
+    def _response(self, data: Any, request_id: str | None) -> ModelResponse:
+        if not isinstance(data, dict) or not data.get("choices"):
+            if error_fields(data)[0] is not None:  # a 200 that carries an error
+                raise error_from_payload(self.name, None, data, request_id=request_id)
+            raise ProviderError(
+                "the answer has no `choices`; check that `base_url` is an OpenAI-compatible "
+                "API (it usually ends with `/v1`).",
+                provider=self.name,
+                request_id=request_id,
+            )
+        choice = data["choices"][0]
+        message = choice.get("message") or {}
+        usage = data.get("usage") or {}
+        return ModelResponse(
+            text=_content_text(message.get("content")),
+            tool_calls=[_tool_call(tc) for tc in message.get("tool_calls") or []],
+            usage=normalize_usage(
+                usage, usage.get("prompt_tokens"), usage.get("completion_tokens")
+            ),
+            raw=data,
+            model=data.get("model") or self.model,
+            finish_reason=choice.get("finish_reason"),
+            request_id=request_id,
+        )
+
+
+# -- wire helpers ------------------------------------------------------------------------------
+def _response_format(fmt: dict[str, Any]) -> dict[str, Any]:
+    if "type" in fmt:  # already in wire form (json_object, json_schema)
+        return fmt
+    name = _NAME.sub("_", str(fmt.get("name") or "response"))[:64] or "response"
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": name, "schema": fmt.get("schema") or {}, "strict": False},
+    }
+
+
+def _wire_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Messages as the wire wants them: tool arguments and tool results as strings.
+
+    Returns the input list itself when nothing needs changing (the common case).
+    """
+    out: list[dict[str, Any]] | None = None
+    for i, msg in enumerate(messages):
+        fixed = _wire_message(msg)
+        if fixed is not msg and out is None:
+            out = list(messages[:i])
+        if out is not None:
+            out.append(fixed)
+    return out if out is not None else messages
+
+
+def _wire_message(msg: dict[str, Any]) -> dict[str, Any]:
+    if msg.get("role") == "tool" and not isinstance(msg.get("content"), (str, list)):
+        return {**msg, "content": json.dumps(msg.get("content"), default=str)}
+    calls = msg.get("tool_calls")
+    if not calls or all(isinstance((c.get("function") or {}).get("arguments"), str) for c in calls):
+        return msg
+    wire = []
+    for call in calls:
+        fn = call.get("function") or {"name": call.get("name"), "arguments": call.get("arguments")}
+        args = fn.get("arguments")
+        if not isinstance(args, str):
+            args = json.dumps(args if args is not None else {}, default=str)
+        wire.append(
+            {
+                "id": call.get("id"),
+                "type": "function",
+                "function": {"name": fn.get("name"), "arguments": args},
+            }
+        )
+    return {**msg, "tool_calls": wire}
+
+
+def _content_text(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # some servers answer with content parts
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return str(content)
+
+
+def decode_arguments(args: Any) -> dict[str, Any]:
+    """Tool arguments as a dict; text that is not a JSON object is kept under ``_raw_arguments``."""
+    if isinstance(args, dict):
+        return args
+    if args is None or (isinstance(args, str) and not args.strip()):
+        return {}
+    try:
+        value = json.loads(args)
+    except (TypeError, ValueError):
+        return {"_raw_arguments": args}
+    return value if isinstance(value, dict) else {"_raw_arguments": args}
+
+
+def _tool_call(call: dict[str, Any]) -> ToolCall:
+    fn = call.get("function") or {}
+    return ToolCall(
+        id=call.get("id") or "",
+        name=fn.get("name") or "",
+        arguments=decode_arguments(fn.get("arguments")),
+    )
+
+
+class _ChatStream:
+    """Merges chat completion chunks into one ``chat.completion`` dict (choice 0)."""
+
+    def __init__(self, provider: str, request_id: str | None):
+        self.provider = provider
+        self.request_id = request_id
+        self.head: dict[str, Any] = {}
+        self.text: list[str] = []
+        self.reasoning: list[str] = []
+        self.tools: dict[int, dict[str, Any]] = {}
+        self.finish_reason: str | None = None
+        self.usage: dict[str, Any] | None = None
+        self.done = False
+
+    @property
+    def partial_text(self) -> str:
+        return "".join(self.text)
+
+    def _interrupted(self, message: str, body: Any = None) -> ProviderError:
+        return stream_error(
+            self.provider,
+            message,
+            request_id=self.request_id,
+            partial_text=self.partial_text,
+            body=body,
+        )
+
+    def feed(self, event: ServerSentEvent) -> bool:
+        data = event.data.strip()
+        if data == "[DONE]":
+            self.done = True
+            return True
+        if not data:
+            return False
+        try:
+            chunk = json.loads(data)
+        except ValueError:
+            raise self._interrupted(
+                f"the stream sent an event that is not JSON: {data[:200]!r}"
+            ) from None
+        if not isinstance(chunk, dict):
+            raise self._interrupted(f"the stream sent an unexpected event: {data[:200]!r}")
+        if "error" in chunk or chunk.get("object") == "error" or event.event == "error":
+            message = error_fields(chunk)[0] or "the server reported an error"
+            raise self._interrupted(f"error in the middle of the stream: {message}", chunk)
+        for key in ("id", "object", "created", "model", "system_fingerprint", "service_tier"):
+            if key in chunk and key not in self.head:
+                self.head[key] = chunk[key]
+        if chunk.get("usage"):
+            self.usage = chunk["usage"]
+        for choice in chunk.get("choices") or []:
+            if choice.get("index", 0) == 0:
+                self._choice(choice)
+        return False
+
+    def _choice(self, choice: dict[str, Any]) -> None:
+        delta = choice.get("delta") or {}
+        if content := delta.get("content"):
+            self.text.append(content)
+            emit_text_delta(content)
+        if reasoning := delta.get("reasoning_content") or delta.get("reasoning"):
+            self.reasoning.append(reasoning)
+        for fragment in delta.get("tool_calls") or []:
+            self._tool_fragment(fragment)
+        if choice.get("finish_reason"):
+            self.finish_reason = choice["finish_reason"]
+
+    def _tool_fragment(self, fragment: dict[str, Any]) -> None:
+        index = fragment.get("index")
+        if index is None:  # servers that omit it: a new id opens a call, else continue
+            is_new = fragment.get("id") and all(
+                t["id"] != fragment["id"] for t in self.tools.values()
+            )
+            index = len(self.tools) if is_new or not self.tools else max(self.tools)
+        slot = self.tools.setdefault(
+            index, {"id": None, "type": "function", "function": {"name": "", "arguments": ""}}
+        )
+        if fragment.get("id"):
+            slot["id"] = fragment["id"]
+        fn = fragment.get("function") or {}
+        if fn.get("name"):
+            slot["function"]["name"] = fn["name"]
+        args = fn.get("arguments")
+        if isinstance(args, str):
+            slot["function"]["arguments"] += args
+        elif args is not None:  # a server that sends the arguments whole, as an object
+            slot["function"]["arguments"] = json.dumps(args)
+
+    def finish(self) -> dict[str, Any]:
+        if not self.done and self.finish_reason is None:
+            raise self._interrupted("the stream ended before the answer was complete")
+        message: dict[str, Any] = {"role": "assistant", "content": self.partial_text or None}
+        if self.tools:
+            message["tool_calls"] = [self.tools[i] for i in sorted(self.tools)]
+        if self.reasoning:
+            message["reasoning_content"] = "".join(self.reasoning)
+        return {
+            **self.head,
+            "object": "chat.completion",
+            "choices": [{"index": 0, "message": message, "finish_reason": self.finish_reason}],
+            "usage": self.usage,
+        }

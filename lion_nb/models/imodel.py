@@ -1,0 +1,246 @@
+"""`iModel`: one configured model access point, and `iModelManager`, a branch's pair of them.
+
+An iModel wraps an endpoint (see `endpoints`) with what every call needs whatever the
+provider: rate limits and a concurrency bound, timing, and a call record (`APICall`) whose
+status tells success from failure without raising. Keys live in the endpoint as `Secret`s;
+``to_dict`` and ``repr`` never include them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncGenerator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..errors import ConfigurationError
+from .endpoints import (
+    APIEndpoint,
+    ChatRequest,
+    CLIEndpoint,
+    CLIRequest,
+    Endpoint,
+    ModelResponse,
+    endpoint_class,
+    resolve_provider,
+)
+from .stream import StreamChunk
+
+__all__ = ["APICall", "iModel", "iModelManager"]
+
+
+@dataclass(slots=True)
+class APICall:
+    """The record of one API call: ``status`` is ``completed`` or ``failed``."""
+
+    request: ChatRequest
+    status: Literal["pending", "completed", "failed"] = "pending"
+    response: ModelResponse | None = None
+    error: BaseException | None = None
+    duration: float = 0.0
+    started_at: float = field(default_factory=time.time)
+
+
+def _split_model(provider: str | None, model: str | None) -> tuple[str | None, str | None]:
+    if provider is None and model and "/" in model:
+        head, _, tail = model.partition("/")
+        try:
+            resolve_provider(head)
+        except ConfigurationError as exc:
+            raise ConfigurationError(
+                f"{exc} If `{model}` is a model name, also pass `provider=`."
+            ) from None
+        return head, tail
+    return provider, model
+
+
+class iModel:  # noqa: N801 - the specification's name
+    """A model: ``iModel(provider="openai", model="gpt-4o-mini")`` or ``iModel("offline/auto")``.
+
+    Keywords the endpoint does not take as settings become request options (temperature,
+    max_tokens, timeout, ...). ``limit_requests`` / ``limit_tokens`` (per minute) and
+    ``concurrency_limit`` bound how fast this model is called.
+    """
+
+    def __init__(
+        self,
+        provider: str | None = None,
+        model: str | None = None,
+        *,
+        endpoint: Endpoint | None = None,
+        limit_requests: int | None = None,
+        limit_tokens: int | None = None,
+        concurrency_limit: int | None = None,
+        **kwargs: Any,
+    ):
+        if endpoint is None:
+            if provider is not None and model is None and "/" in provider:
+                provider, model = None, provider
+            provider, model = _split_model(provider, model)
+            if provider is None and model is None:
+                from ..settings import default_chat_model
+
+                provider, model = default_chat_model()
+            if provider is None:
+                raise ConfigurationError(
+                    f"`iModel(model={model!r})` names no provider. Write "
+                    '`iModel(provider="openai", model=...)` or `iModel(model="openai/...")`.'
+                )
+            name, preset = resolve_provider(provider)
+            for key, value in preset.items():
+                kwargs.setdefault(key, value)
+            endpoint = endpoint_class(name)(model or "", **kwargs)
+            self.provider = provider.strip().lower()
+        else:
+            self.provider = endpoint.provider
+        self.endpoint = endpoint
+        self._limits = {
+            "limit_requests": limit_requests,
+            "limit_tokens": limit_tokens,
+            "concurrency_limit": concurrency_limit,
+        }
+        self._limiter: Any = None
+        if any(v is not None for v in self._limits.values()):
+            from .ratelimit import RateLimiter
+
+            self._limiter = RateLimiter(
+                requests_per_minute=limit_requests,
+                tokens_per_minute=limit_tokens,
+                max_concurrency=concurrency_limit,
+            )
+
+    # -- identity ----------------------------------------------------------------------------
+    @property
+    def model(self) -> str:
+        return self.endpoint.model
+
+    @property
+    def is_cli(self) -> bool:
+        return self.endpoint.is_cli
+
+    @property
+    def options(self) -> dict[str, Any]:
+        return self.endpoint.options
+
+    @property
+    def kwargs(self) -> dict[str, Any]:
+        return self.endpoint.options
+
+    @property
+    def provider_session_id(self) -> str | None:
+        return self.endpoint.session_id if isinstance(self.endpoint, CLIEndpoint) else None
+
+    @provider_session_id.setter
+    def provider_session_id(self, value: str | None) -> None:
+        if not isinstance(self.endpoint, CLIEndpoint):
+            raise AttributeError("Only CLI models have a provider session id.")
+        self.endpoint.session_id = value
+
+    def __repr__(self) -> str:
+        return f"iModel(provider={self.provider!r}, model={self.model!r})"
+
+    # -- calling -------------------------------------------------------------------------------
+    async def invoke(self, request: ChatRequest) -> APICall:
+        """Call an API model once. Failures are recorded on the call, not raised."""
+        if not isinstance(self.endpoint, APIEndpoint):
+            raise ConfigurationError(
+                f"`{self.provider}` is a CLI agent: use `Branch.run()` (or `operate`, which "
+                "collects a run) instead of an API call."
+            )
+        merged = {**self.endpoint.options, **request.options}
+        request.options = merged
+        call = APICall(request=request)
+        start = time.perf_counter()
+        try:
+            if self._limiter is not None:
+                async with self._limiter.slot(_estimate_tokens(request)):
+                    call.response = await self.endpoint.complete(request)
+            else:
+                call.response = await self.endpoint.complete(request)
+            call.status = "completed"
+        except Exception as exc:
+            call.error = exc
+            call.status = "failed"
+        finally:
+            call.duration = time.perf_counter() - start
+        return call
+
+    def stream_cli(self, request: CLIRequest) -> AsyncGenerator[StreamChunk, None]:
+        """The chunks of one CLI run; close the generator to stop the agent."""
+        if not isinstance(self.endpoint, CLIEndpoint):
+            raise ConfigurationError(f"`{self.provider}` is not a CLI agent.")
+        return self.endpoint.stream(request)
+
+    async def aclose(self) -> None:
+        await self.endpoint.aclose()
+
+    # -- copying and serializing -----------------------------------------------------------------
+    def copy(self, *, share_session: bool = False) -> iModel:
+        """A new iModel with the same settings. A CLI session id is kept only if asked."""
+        clone = iModel.from_dict(self.to_dict(include_request_options=True, include_live=True))
+        if share_session and self.is_cli:
+            clone.provider_session_id = self.provider_session_id
+        return clone
+
+    def to_dict(
+        self,
+        include_request_options: bool = False,
+        include_processor_config: bool = False,
+        *,
+        include_live: bool = False,
+    ) -> dict[str, Any]:
+        """Provider, model and endpoint settings; never a key. ``include_live`` is for
+        in-process copies: it keeps live objects (functions) that cannot be saved."""
+        data: dict[str, Any] = {"provider": self.provider, "model": self.model}
+        config = self.endpoint.config()
+        if include_live and hasattr(self.endpoint, "live_config"):
+            config = {**config, **self.endpoint.live_config()}
+        if config:
+            data["endpoint"] = config
+        if include_request_options and self.endpoint.options:
+            data["options"] = dict(self.endpoint.options)
+        if include_processor_config or include_live:
+            limits = {k: v for k, v in self._limits.items() if v is not None}
+            if limits:
+                data["processor"] = limits
+        if self.is_cli and self.provider_session_id and not include_live:
+            data["provider_session_id"] = self.provider_session_id
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> iModel:
+        if not isinstance(data, dict) or "provider" not in data:
+            raise ConfigurationError(
+                "A serialized iModel is a dict with `provider` and `model` "
+                f"(got {type(data).__name__})."
+            )
+        kwargs = {
+            **data.get("endpoint", {}),
+            **data.get("options", {}),
+            **data.get("processor", {}),
+        }
+        model = cls(provider=data["provider"], model=data.get("model"), **kwargs)
+        if data.get("provider_session_id") and model.is_cli:
+            model.provider_session_id = data["provider_session_id"]
+        return model
+
+
+def _estimate_tokens(request: ChatRequest) -> int:
+    from ..protocols.tokens import estimate_message_tokens
+
+    return estimate_message_tokens(request.messages)
+
+
+class iModelManager:  # noqa: N801 - the specification's name
+    """A branch's chat model and parse model. Without its own, parse aliases chat."""
+
+    def __init__(self, chat: iModel, parse: iModel | None = None):
+        self.chat = chat
+        self.parse = parse if parse is not None else chat
+
+    @property
+    def parse_is_chat(self) -> bool:
+        return self.parse is self.chat
+
+    def __repr__(self) -> str:
+        return f"iModelManager(chat={self.chat!r}, parse={'chat' if self.parse_is_chat else self.parse!r})"

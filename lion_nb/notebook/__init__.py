@@ -1,0 +1,38 @@
+"""The notebook layer: the IPython extension, ``%%lion`` / ``%lion``, and the display seam.
+
+Names load on first use, so ``%load_ext lion_nb`` imports only the magics.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "load_ipython_extension": "lion_nb.notebook.extension",
+    "unload_ipython_extension": "lion_nb.notebook.extension",
+    "current_session": "lion_nb.notebook.session",
+    "notebook_state": "lion_nb.notebook.session",
+    "LionMagics": "lion_nb.notebook.magics",
+    "RunHandle": "lion_nb.notebook.background",
+    "RunInterrupted": "lion_nb.notebook.runner",
+    "TurnView": "lion_nb.notebook.display",
+    "TurnInfo": "lion_nb.notebook.display",
+    "set_view_factory": "lion_nb.notebook.display",
+    "interpolate": "lion_nb.notebook.interpolate",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _EXPORTS.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'lion_nb.notebook' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

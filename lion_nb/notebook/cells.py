@@ -1,0 +1,124 @@
+"""Cell-linked turns: which cell produced a turn, and what re-running that cell does.
+
+Every message a turn records carries ``metadata["lion"] = {"cell_id", "execution_count",
+"turn"}``. The cell id is the one the frontend sends with the execute request
+(``metadata.cellId``: JupyterLab, Notebook 7, VS Code); IPython hands it to ``run_cell`` and
+the ``pre_run_cell`` hook, and the kernel's parent header is the fallback. Because the tag
+lives on the messages, it survives cloning, saving and loading.
+
+Re-running a cell whose earlier turn is on the target branch follows the re-run policy:
+
+- ``fork`` (default): the branch is forked just before that earlier turn; the fork takes the
+  branch's name and becomes the active branch, and the old timeline -- the earlier turn and
+  everything after it -- is kept under ``NAME~N``. Nothing is lost, nothing is duplicated.
+- ``append``: the new turn is appended; the history holds both answers.
+- ``replace``: the earlier turn and every message after it are removed (lossy), then the new
+  turn is appended.
+
+A frontend that sends no cell id (a plain IPython terminal, some older clients) gives no
+re-run detection: every run appends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["CellRef", "apply_policy", "current_cell", "tag_messages", "turn_index"]
+
+TAG = "lion"
+
+
+@dataclass(frozen=True, slots=True)
+class CellRef:
+    """The cell a turn comes from."""
+
+    cell_id: str | None
+    execution_count: int | None
+
+
+def current_cell(shell: Any, hooked_cell_id: str | None = None) -> CellRef:
+    """The running cell: the id seen by ``pre_run_cell`` or sent in the request's metadata."""
+    cell_id = hooked_cell_id or _parent_cell_id(shell)
+    count = getattr(shell, "execution_count", None)
+    return CellRef(cell_id=cell_id, execution_count=count)
+
+
+def _parent_cell_id(shell: Any) -> str | None:
+    kernel = getattr(shell, "kernel", None)
+    get_parent = getattr(kernel, "get_parent", None)
+    if get_parent is None:
+        return None
+    try:
+        parent = get_parent()
+    except TypeError:
+        parent = get_parent("shell")
+    except Exception:
+        return None
+    metadata = (parent or {}).get("metadata") or {}
+    value = metadata.get("cellId")
+    return str(value) if value else None
+
+
+def tag_messages(messages: Iterable[Any], cell: CellRef, turn_id: str) -> int:
+    """Mark untagged ``messages`` as produced by ``cell``; returns how many were marked."""
+    marked = 0
+    for message in messages:
+        if TAG in message.metadata:
+            continue
+        message.metadata[TAG] = {
+            "cell_id": cell.cell_id,
+            "execution_count": cell.execution_count,
+            "turn": turn_id,
+        }
+        marked += 1
+    return marked
+
+
+def turn_index(branch: Any, cell_id: str | None) -> int | None:
+    """Index (in ``branch.messages``) of the first message a turn of ``cell_id`` recorded."""
+    if not cell_id:
+        return None
+    for i, message in enumerate(branch.messages):
+        tag = message.metadata.get(TAG)
+        if isinstance(tag, dict) and tag.get("cell_id") == cell_id:
+            return i
+    return None
+
+
+def _truncate(branch: Any, index: int) -> list[Any]:
+    doomed = list(branch.messages)[index:]
+    for message in doomed:
+        branch.msgs.remove_message(message.id)
+    return doomed
+
+
+def sibling_name(name: str, taken: Iterable[str]) -> str:
+    """``NAME~1``, ``NAME~2``, ...: the first name not ``taken``."""
+    used = set(taken)
+    n = 1
+    while f"{name}~{n}" in used:
+        n += 1
+    return f"{name}~{n}"
+
+
+def apply_policy(session: Any, branch: Any, cell: CellRef, policy: str) -> tuple[Any, str | None]:
+    """The branch the new turn goes on, and the name the old timeline was kept under (fork).
+
+    ``session`` must hold ``branch``; a fork is included in it under the branch's name.
+    """
+    index = turn_index(branch, cell.cell_id)
+    if index is None or policy == "append":
+        return branch, None
+    if policy == "replace":
+        _truncate(branch, index)
+        return branch, None
+    fork = branch.clone()
+    _truncate(fork, index)
+    name = branch.name
+    old_name = sibling_name(name, (b.name for b in session.branches if b.name))
+    branch.name = old_name
+    fork.name = name
+    session.include_branches(fork)
+    return fork, old_name

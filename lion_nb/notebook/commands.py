@@ -1,0 +1,317 @@
+"""The ``%lion`` subcommands: branches, history, signals, models, tools, save/load, config.
+
+Each subcommand is a function ``(magics, args) -> value`` with its own IPython argument
+parser (``%lion help NAME`` prints it). Subcommands that show something return a `Table`, so
+the cell displays it and a variable can keep it (``t = %lion branches``). ``ask`` and
+``explain`` call a model and are awaited like ``%%lion`` cells.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import difflib
+import json
+import os
+from collections.abc import Callable
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic_arguments import MagicArgumentParser, MagicHelpFormatter
+from IPython.utils.process import arg_split
+
+from .render import Table
+
+__all__ = ["COMMANDS", "dispatch", "dispatch_async", "is_async"]
+
+_ALIASES = {"ls": "branches", "use": "switch", "checkout": "switch", "rm": "remove", "tools": "tool"}
+
+
+class _Command:
+    def __init__(self, name: str, func: Callable[..., Any], summary: str, parser: MagicArgumentParser):
+        self.name, self.func, self.summary, self.parser = name, func, summary, parser
+
+
+COMMANDS: dict[str, _Command] = {}
+
+
+def command(name: str, summary: str, *args: tuple[tuple, dict]) -> Callable[[Callable], Callable]:
+    """Register a subcommand with its parser arguments (``((flags...), {kwargs})`` pairs)."""
+
+    def decorate(func: Callable) -> Callable:
+        parser = MagicArgumentParser(
+            prog=f"%lion {name}", description=summary, formatter_class=MagicHelpFormatter
+        )
+        for flags, kw in args:
+            parser.add_argument(*flags, **kw)
+        COMMANDS[name] = _Command(name, func, summary, parser)
+        return func
+
+    return decorate
+
+
+def arg(*flags: str, **kw: Any) -> tuple[tuple, dict]:
+    return flags, kw
+
+
+def _split(line: str) -> tuple[str, str]:
+    line = line.strip()
+    if not line:
+        return "help", ""
+    name, _, rest = line.partition(" ")
+    return _ALIASES.get(name, name), rest
+
+
+def _find(name: str) -> _Command:
+    cmd = COMMANDS.get(name)
+    if cmd is None:
+        close = difflib.get_close_matches(name, [*COMMANDS, *_ALIASES], n=1)
+        maybe = f" Did you mean `%lion {close[0]}`?" if close else ""
+        raise UsageError(
+            f"`%lion {name}`: no such subcommand.{maybe} `%lion help` lists them all."
+        )
+    return cmd
+
+
+def _parse(cmd: _Command, rest: str) -> Any:
+    try:
+        return cmd.parser.parse_args(arg_split(rest))
+    except UsageError as exc:
+        raise UsageError(
+            f"`%lion {cmd.name} {rest}`: {exc}. `%lion help {cmd.name}` shows its usage."
+        ) from None
+
+
+def is_async(line: str) -> bool:
+    """Whether this ``%lion`` line calls a model (and so must be awaited)."""
+    name, rest = _split(line)
+    if name == "explain":
+        return True
+    return name == "ask" and "--bg" not in rest.split()
+
+
+def dispatch(magics: Any, line: str) -> Any:
+    """Run a synchronous subcommand (``ask --bg`` starts its run and returns the handle)."""
+    name, rest = _split(line)
+    if name == "ask":
+        opts = magics.parse_turn(rest, "%lion ask", prompt=True)
+        from .turn import prepare, start_background_turn
+
+        plan, view = prepare(magics, opts, _prompt(opts))
+        return start_background_turn(magics, plan, view, cell_value=False)
+    cmd = _find(name)
+    return cmd.func(magics, _parse(cmd, rest))
+
+
+async def dispatch_async(magics: Any, line: str) -> Any:
+    """Run any subcommand from an awaited line."""
+    name, rest = _split(line)
+    if name == "ask":
+        opts = magics.parse_turn(rest, "%lion ask", prompt=True)
+        return await magics.turn(opts, _prompt(opts), cell_value=False)
+    if name == "explain":
+        from .commands_session import explain
+
+        return await explain(magics, _parse(_find(name), rest))
+    return dispatch(magics, line)
+
+
+def _prompt(opts: Any) -> str:
+    text = getattr(opts, "prompt", "")
+    if not text.strip():
+        raise UsageError('`%lion ask` needs an instruction: `%lion ask "What is {x}?"`.')
+    return text
+
+
+def _branch(magics: Any, name: str | None) -> Any:
+    state = magics.state
+    branch = state.branch(name)
+    if branch is None:
+        names = ", ".join(f"`{b.name}`" for b in state.session.branches) or "none"
+        raise UsageError(
+            f"No branch named `{name}` (branches: {names}). `%lion new {name}` creates it."
+        )
+    return branch
+
+
+def _short(text: Any, limit: int = 80) -> str:
+    text = "" if text is None else str(text).replace("\n", " ")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _model_label(model: Any) -> str:
+    return f"{model.provider}/{model.model}" if model is not None else ""
+
+
+# -- help --------------------------------------------------------------------------------------
+OVERVIEW = """\
+%lion SUBCOMMAND [options] -- manage the notebook's Session. `%%lion?` documents cells.
+
+{rows}
+
+Examples::
+
+  %lion branches                  # a table of branches; * marks the active one
+  %lion new critic -s "Be harsh." -m openai/gpt-4o-mini
+  %lion switch main
+  %lion history -n 10
+  answer = %lion ask -b critic "Is {{Out[4]}} right?"
+  handle = %lion ask --bg "Write the report."   # then: result = await handle
+  %lion explain                   # explain the last error on the active branch
+  %lion alias fast openai/gpt-4o-mini
+  %lion config rerun append
+"""
+
+
+@command("help", "Show this help, or one subcommand's usage.", arg("topic", nargs="?"))
+def _help(magics: Any, args: Any) -> None:
+    if args.topic:
+        topic = _ALIASES.get(args.topic, args.topic)
+        if topic == "ask":
+            print(_ask_help())
+            return
+        print(_find(topic).parser.format_help())
+        return
+    rows = [f"  {'ask':<10} Run a turn from one line (the options of %%lion)."]
+    rows += [f"  {c.name:<10} {c.summary}" for c in COMMANDS.values() if c.name != "help"]
+    print(OVERVIEW.format(rows="\n".join(rows)))
+
+
+def _ask_help() -> str:
+    from .magics import _ask_parser
+
+    return _ask_parser().format_help()
+
+
+# -- branches ----------------------------------------------------------------------------------
+@command("branches", "List the branches (alias: ls).")
+def _branches(magics: Any, args: Any) -> Table:
+    state = magics.state
+    active = state.branch()
+    rows = []
+    for b in state.session.branches:
+        system = b.system.rendered if b.system is not None else ""
+        rows.append(
+            {
+                "": "*" if b is active else "",
+                "branch": b.name or str(b.id),
+                "messages": len(b.messages),
+                "model": _model_label(b.chat_model),
+                "system": _short(system, 40),
+                "tools": ", ".join(sorted(b.tools)),
+            }
+        )
+    return Table(["", "branch", "messages", "model", "system", "tools"], rows, title="branches")
+
+
+@command("switch", "Make a branch the active one (aliases: use, checkout).", arg("name"))
+def _switch(magics: Any, args: Any) -> None:
+    branch = _branch(magics, args.name)
+    magics.state.set_active(branch)
+    print(f"Active branch: `{branch.name}`.")
+
+
+@command(
+    "new",
+    "Create a branch and make it active.",
+    arg("name"),
+    arg("-m", "--model", metavar="MODEL", help="alias, iModel variable or provider/model"),
+    arg("-s", "--system", metavar="TEXT", help="system prompt"),
+)
+def _new(magics: Any, args: Any) -> Any:
+    from .turn import default_model, model_for
+
+    state = magics.state
+    if state.branch(args.name) is not None:
+        raise UsageError(f"`%lion new {args.name}`: that branch exists; `%lion switch {args.name}` uses it.")
+    model = model_for(magics, args.model, None) if args.model else default_model(magics)
+    branch = state.session.new_branch(name=args.name, system=args.system, chat_model=model)
+    state.set_active(branch)
+    print(f"Created branch `{args.name}` ({_model_label(branch.chat_model)}); it is now active.")
+
+
+@command(
+    "clone",
+    "Copy a branch's conversation into a new branch and make it active.",
+    arg("name", help="name of the copy"),
+    arg("--from", dest="source", metavar="BRANCH", help="branch to copy (default: the active one)"),
+)
+def _clone(magics: Any, args: Any) -> None:
+    state = magics.state
+    if state.branch(args.name) is not None:
+        raise UsageError(f"`%lion clone {args.name}`: a branch with that name exists; pick another name.")
+    source = _branch(magics, args.source)
+    copy = state.session.split(source)
+    copy.name = args.name
+    state.set_active(copy)
+    print(f"Cloned `{source.name}` into `{args.name}` ({len(copy.messages)} messages); it is now active.")
+
+
+@command("remove", "Remove a branch from the session (alias: rm).", arg("name"))
+def _remove(magics: Any, args: Any) -> None:
+    state = magics.state
+    branch = _branch(magics, args.name)
+    if state.busy(branch) is not None:
+        raise UsageError(f"`%lion remove {args.name}`: a background run is using it; cancel it first.")
+    state.session.remove_branch(branch)
+    now = state.branch()
+    print(f"Removed `{args.name}`." + (f" Active branch: `{now.name}`." if now is not None else ""))
+
+
+# -- history and signals -----------------------------------------------------------------------
+@command(
+    "history",
+    "Show a branch's messages with the cells that produced them.",
+    arg("name", nargs="?", help="branch (default: the active one)"),
+    arg("-n", type=int, default=20, help="how many of the last messages (0 = all)"),
+)
+def _history(magics: Any, args: Any) -> Table:
+    branch = _branch(magics, args.name)
+    messages = list(branch.messages)
+    start = max(0, len(messages) - args.n) if args.n else 0
+    rows = []
+    for i, m in enumerate(messages[start:], start):
+        tag = m.metadata.get("lion") or {}
+        rows.append(
+            {
+                "#": i,
+                "cell": tag.get("execution_count", ""),
+                "kind": m.kind,
+                "text": _short(m.rendered, 100),
+            }
+        )
+    return Table(["#", "cell", "kind", "text"], rows, title=f"history of `{branch.name}`")
+
+
+@command(
+    "signals",
+    "Show the signals the session emitted (runs, messages, structured output).",
+    arg("-n", type=int, default=30, help="how many of the last signals (0 = all)"),
+    arg("--kind", metavar="NAME", help="only this signal type, e.g. RunEnd"),
+)
+def _signals(magics: Any, args: Any) -> Table:
+    signals = list(magics.state.signals)
+    if args.kind:
+        signals = [s for s in signals if s.kind == args.kind]
+    if args.n:
+        signals = signals[-args.n :]
+    rows = []
+    for s in signals:
+        detail = ""
+        if s.kind == "MessageAdded":
+            detail = f"{s.message.kind}: {_short(s.message.rendered, 60)}"
+        elif hasattr(s, "operation"):
+            detail = s.operation
+            if getattr(s, "error", None) is not None:
+                detail += f" ({type(s.error).__name__})"
+        rows.append(
+            {
+                "time": _dt.datetime.fromtimestamp(s.timestamp).strftime("%H:%M:%S.%f")[:-3],
+                "signal": s.kind,
+                "branch": s.branch_name or "",
+                "detail": detail,
+            }
+        )
+    return Table(["time", "signal", "branch", "detail"], rows, title="signals")
+
+
+from . import commands_session as _registers_more  # noqa: E402,F401  (registers the rest)

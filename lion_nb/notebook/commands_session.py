@@ -1,0 +1,325 @@
+"""``%lion`` subcommands about models, tools, operations, errors, files, configuration and runs.
+
+``save`` / ``load`` write one JSON file (``LionMagics.save_path`` by default): the Session's
+``to_dict(mode="json")`` plus the active branch. Tools, named operations and observers are
+live objects and are not saved; register them again after ``load``. Keys are never saved.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from IPython.core.error import UsageError
+
+from .commands import _branch, _model_label, _short, arg, command
+from .render import Table
+
+__all__ = ["explain"]
+
+FILE_FORMAT = "lion_nb.session/1"
+
+
+# -- models ------------------------------------------------------------------------------------
+@command("models", "List each branch's model, the aliases and the default for new branches.")
+def _models(magics: Any, args: Any) -> Table:
+    from ..models.endpoints import ENDPOINTS, PRESETS
+    from ..settings import default_chat_model
+
+    state = magics.state
+    rows = [
+        {"name": b.name or str(b.id), "kind": "branch", "model": _model_label(b.chat_model),
+         "cli": "yes" if b.chat_model.is_cli else ""}
+        for b in state.session.branches
+    ]
+    rows += [{"name": k, "kind": "alias", "model": v, "cli": ""} for k, v in sorted(magics.aliases.items())]
+    default = magics.default_model or "/".join(default_chat_model())
+    rows.append({"name": "(new branches)", "kind": "default", "model": default, "cli": ""})
+    providers = ", ".join(sorted([*ENDPOINTS, *PRESETS]))
+    return Table(["name", "kind", "model", "cli"], rows, title=f"models · providers: {providers}")
+
+
+@command(
+    "model",
+    "Set a branch's model for every later turn.",
+    arg("model", help="alias, iModel variable or provider/model"),
+    arg("-b", "--branch", metavar="NAME", help="branch (default: the active one)"),
+)
+def _model(magics: Any, args: Any) -> None:
+    from .options import resolve_model
+
+    branch = _branch(magics, args.branch)
+    branch.chat_model = resolve_model(args.model, magics.shell.user_ns, dict(magics.aliases))
+    magics.state.models = {k: v for k, v in magics.state.models.items() if k[0] != str(branch.id)}
+    print(f"Branch `{branch.name}` now uses {_model_label(branch.chat_model)}.")
+
+
+@command(
+    "alias",
+    "List model aliases, or set or remove one.",
+    arg("name", nargs="?"),
+    arg("model", nargs="?", help="provider/model"),
+    arg("--remove", action="store_true", help="remove the alias NAME"),
+)
+def _alias(magics: Any, args: Any) -> Any:
+    aliases = dict(magics.aliases)
+    if args.name is None:
+        return Table(["alias", "model"], [{"alias": k, "model": v} for k, v in sorted(aliases.items())], title="aliases")
+    if args.remove:
+        if aliases.pop(args.name, None) is None:
+            raise UsageError(f"`%lion alias --remove {args.name}`: no such alias.")
+    else:
+        if not args.model or "/" not in args.model or "/" in args.name:
+            raise UsageError(
+                f"`%lion alias {args.name} {args.model or ''}`: give a name and a provider/model, "
+                "e.g. `%lion alias fast openai/gpt-4o-mini`."
+            )
+        aliases[args.name] = args.model
+    magics.aliases = aliases
+    return None
+
+
+# -- tools and operations ----------------------------------------------------------------------
+@command(
+    "tool",
+    "Register notebook functions as tools on a branch (alias: tools).",
+    arg("names", nargs="+", help="function names in the notebook"),
+    arg("-b", "--branch", metavar="NAME", help="branch (default: the active one)"),
+    arg("--remove", action="store_true", help="remove these tools instead"),
+)
+def _tool(magics: Any, args: Any) -> None:
+    from .options import resolve_tools
+
+    branch = _branch(magics, args.branch)
+    if args.remove:
+        for name in args.names:
+            if name not in branch.tools:
+                raise UsageError(f"`%lion tool --remove {name}`: branch `{branch.name}` has no tool `{name}`.")
+            branch.acts.remove_tool(name)
+        print(f"Removed from `{branch.name}`: {', '.join(args.names)}.")
+        return
+    for func in resolve_tools(args.names, magics.shell.user_ns):
+        try:
+            branch.acts.register_tool(func, update=True)
+        except Exception as exc:
+            raise UsageError(f"`%lion tool {getattr(func, '__name__', func)}`: {exc}") from None
+    print(f"Tools on `{branch.name}`: {', '.join(sorted(branch.tools))}.")
+
+
+@command(
+    "operation",
+    "Register an async notebook function as a named operation (`%%lion --op NAME`).",
+    arg("name", help="operation name"),
+    arg("func", nargs="?", help="function in the notebook (default: NAME)"),
+)
+def _operation(magics: Any, args: Any) -> None:
+    func_name = args.func or args.name
+    func = magics.shell.user_ns.get(func_name)
+    if func is None or not callable(func):
+        raise UsageError(
+            f"`%lion operation {args.name}`: no function named `{func_name}` in the notebook. "
+            "Define `async def "
+            f"{func_name}(branch, instruction, **kw): ...` in a cell above."
+        )
+    try:
+        magics.state.session.register_operation(args.name, func, update=True)
+    except (ValueError, TypeError) as exc:
+        raise UsageError(f"`%lion operation {args.name}`: {exc}") from None
+    print(f"Registered operation `{args.name}`: use it with `%%lion --op {args.name}`.")
+
+
+# -- explaining the last error ---------------------------------------------------------------------
+EXPLAIN_PROMPT = """\
+This notebook cell raised an error. Explain the cause in plain words, then show the fix.
+
+Cell [{count}]:
+```python
+{source}
+```
+
+Error and traceback:
+```
+{traceback}
+```"""
+
+
+@command(
+    "explain",
+    "Explain the notebook's last error (its traceback and its cell's source) on a branch.",
+    arg("-b", "--branch", metavar="NAME", help="branch (default: the active one)"),
+    arg("-m", "--model", metavar="MODEL", help="model for this turn"),
+    arg("-f", "--format", metavar="FORMAT", help="output format (default: markdown)"),
+    arg("-q", "--quiet", action="store_true"),
+)
+def _explain_sync(magics: Any, args: Any) -> Any:
+    from .runner import run_sync
+
+    return run_sync(explain(magics, args))
+
+
+async def explain(magics: Any, args: Any) -> Any:
+    from .options import TurnOptions
+    from .render import FORMATS
+
+    last = magics.state.errors.last
+    if last is None:
+        raise UsageError("`%lion explain`: no error has been raised in this notebook yet.")
+    fmt = args.format or magics.output_format
+    if fmt not in FORMATS:
+        raise UsageError(f"`%lion explain -f {fmt}`: use one of {', '.join(FORMATS)}.")
+    text = EXPLAIN_PROMPT.format(
+        count=last.execution_count if last.execution_count is not None else "?",
+        source=last.source.strip(),
+        traceback=last.traceback.strip(),
+    )
+    opts = TurnOptions(branch=args.branch, model=args.model, fmt=fmt, quiet=args.quiet, raw=True)
+    opts.check()
+    return await magics.turn(opts, text, cell_value=False)
+
+
+# -- save, load, reset ---------------------------------------------------------------------------
+def _path(magics: Any, given: str | None) -> Path:
+    return Path(os.path.expanduser(given or magics.save_path))
+
+
+def _no_runs(magics: Any, what: str) -> None:
+    running = [h for h in magics.state.runs.values() if not h.done()]
+    if running:
+        raise UsageError(
+            f"`%lion {what}`: {len(running)} background run(s) are still going; await or "
+            "cancel them first (`%lion cancel --all`)."
+        )
+
+
+@command("save", "Save the session to a JSON file (no keys, tools or operations).", arg("path", nargs="?"))
+def _save(magics: Any, args: Any) -> None:
+    state = magics.state
+    path = _path(magics, args.path)
+    data = {"format": FILE_FORMAT, "active": state.active, "session": state.session.to_dict(mode="json")}
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    os.replace(tmp, path)
+    print(f"Saved {len(state.session.branches)} branch(es) to `{path}`.")
+
+
+@command("load", "Replace the session with one saved by `%lion save`.", arg("path", nargs="?"))
+def _load(magics: Any, args: Any) -> None:
+    from ..session.session import Session
+
+    _no_runs(magics, "load")
+    path = _path(magics, args.path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UsageError(f"`%lion load`: no file `{path}`. Save one first with `%lion save`.") from None
+    except ValueError as exc:
+        raise UsageError(f"`%lion load`: `{path}` is not JSON ({exc}).") from None
+    if not isinstance(data, dict) or data.get("format") != FILE_FORMAT:
+        raise UsageError(f"`%lion load`: `{path}` was not written by `%lion save`.")
+    try:
+        session = Session.from_dict(data["session"])
+    except Exception as exc:
+        raise UsageError(f"`%lion load`: `{path}` could not be restored: {exc}") from None
+    state = magics.state
+    state.attach(session)
+    active = state.branch(data.get("active"))
+    if active is not None:
+        state.set_active(active)
+    print(
+        f"Loaded {len(session.branches)} branch(es) from `{path}`; active: `{state.active}`. "
+        "Register tools and operations again."
+    )
+
+
+@command(
+    "reset",
+    "Clear a branch's conversation (its system prompt stays), or start a new session.",
+    arg("-b", "--branch", metavar="NAME", help="branch (default: the active one)"),
+    arg("--all", action="store_true", help="discard every branch: a new session"),
+)
+def _reset(magics: Any, args: Any) -> None:
+    state = magics.state
+    if args.all:
+        from ..session.session import Session
+
+        _no_runs(magics, "reset --all")
+        state.attach(Session())
+        print(f"New session; active branch: `{state.active}`.")
+        return
+    branch = _branch(magics, args.branch)
+    if state.busy(branch) is not None:
+        raise UsageError(f"`%lion reset`: a background run is using `{branch.name}`; cancel it first.")
+    branch.msgs.clear_messages()
+    print(f"Cleared `{branch.name}`.")
+
+
+# -- configuration -------------------------------------------------------------------------------
+@command(
+    "config",
+    "Show the configuration, or set one option (same as `%config LionMagics.NAME = VALUE`).",
+    arg("name", nargs="?"),
+    arg("value", nargs="?"),
+)
+def _config(magics: Any, args: Any) -> Any:
+    from traitlets import TraitError
+
+    from .magics import ENV
+
+    traits = magics.traits(config=True)
+    if args.name is None:
+        rows = [
+            {"option": n, "value": json.dumps(getattr(magics, n)), "env": ENV.get(n, ""), "help": t.help}
+            for n, t in sorted(traits.items())
+        ]
+        return Table(["option", "value", "env", "help"], rows, title="LionMagics configuration")
+    if args.name not in traits:
+        raise UsageError(
+            f"`%lion config {args.name}`: no such option. Options: {', '.join(sorted(traits))}."
+        )
+    if args.value is None:
+        return getattr(magics, args.name)
+    try:
+        value = ast.literal_eval(args.value)
+    except (ValueError, SyntaxError):
+        value = args.value
+    if isinstance(traits[args.name].default_value, str) and not isinstance(value, str):
+        value = args.value
+    try:
+        setattr(magics, args.name, value)
+    except TraitError as exc:
+        raise UsageError(f"`%lion config {args.name} {args.value}`: {_short(exc, 300)}") from None
+    return None
+
+
+# -- background runs -------------------------------------------------------------------------------
+@command("runs", "List the background runs.")
+def _runs(magics: Any, args: Any) -> Table:
+    rows = [
+        {"id": h.id, "branch": h.branch.name, "status": h.status, "seconds": f"{h.elapsed:.1f}", "prompt": h.label}
+        for h in magics.state.runs.values()
+    ]
+    return Table(["id", "branch", "status", "seconds", "prompt"], rows, title="background runs")
+
+
+@command(
+    "cancel",
+    "Cancel background runs.",
+    arg("id", nargs="?", type=int),
+    arg("--all", action="store_true"),
+)
+def _cancel(magics: Any, args: Any) -> None:
+    runs = magics.state.runs
+    if args.all:
+        chosen = [h for h in runs.values() if not h.done()]
+    elif args.id is not None:
+        if args.id not in runs:
+            raise UsageError(f"`%lion cancel {args.id}`: no background run {args.id} (`%lion runs` lists them).")
+        chosen = [runs[args.id]]
+    else:
+        raise UsageError("`%lion cancel` needs a run id (`%lion runs` lists them) or `--all`.")
+    for handle in chosen:
+        handle.cancel()
+    print(f"Cancelled {len(chosen)} run(s).")

@@ -1,0 +1,217 @@
+"""The display sink: what a turn reports to while it runs, and where the cell shows it.
+
+A turn talks to a `TurnView` only: ``start`` once, ``text`` for each streamed fragment,
+``message`` for each recorded message (instruction, tool call, tool result, answer), then
+exactly one of ``finish`` (with the result) or ``fail``. Which view a turn gets is decided by
+one factory (`set_view_factory`), so a richer view -- a live widget -- replaces the default
+without the runner knowing.
+
+The default, `HandleView`, keeps one IPython display handle per turn and updates it in
+batches: at most ``max_rate`` updates a second (20 by default), the last fragments flushed by
+a timer, never by printing from a background task. A view never raises into the turn: a
+failing display is logged and the run goes on.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "HandleView",
+    "NullView",
+    "SafeView",
+    "TurnInfo",
+    "TurnView",
+    "make_view",
+    "set_view_factory",
+]
+
+logger = logging.getLogger("lion_nb.notebook")
+
+
+@dataclass(slots=True)
+class TurnInfo:
+    """What a view knows about the turn it shows."""
+
+    branch: str
+    operation: str
+    model: str
+    fmt: str = "markdown"
+    background: bool = False
+    max_rate: float = 20.0
+    note: str = ""
+
+
+class TurnView:
+    """The seam. Every method is optional to override and must not raise."""
+
+    def __init__(self, info: TurnInfo):
+        self.info = info
+
+    def start(self) -> None: ...
+
+    def text(self, fragment: str) -> None: ...
+
+    def message(self, message: Any) -> None: ...
+
+    def finish(self, result: Any) -> None: ...
+
+    def fail(self, error: BaseException, *, interrupted: bool = False) -> None: ...
+
+
+class NullView(TurnView):
+    """Shows nothing (``--quiet``)."""
+
+
+class HandleView(TurnView):
+    """Streams into one display handle, at most ``info.max_rate`` updates a second."""
+
+    def __init__(self, info: TurnInfo):
+        super().__init__(info)
+        self._handle: Any = None
+        self._text: list[str] = []
+        self._steps: list[str] = []
+        self._last = 0.0
+        self._timer: Any = None
+        self.updates = 0
+
+    # -- the seam ------------------------------------------------------------------------
+    def start(self) -> None:
+        from IPython.display import display
+
+        self._handle = display(self._bundle(streaming=True), raw=True, display_id=True)
+        self._last = time.monotonic()
+
+    def text(self, fragment: str) -> None:
+        self._text.append(fragment)
+        self._schedule()
+
+    def message(self, message: Any) -> None:
+        kind = getattr(message, "kind", "")
+        if kind == "action_request":
+            self._steps.append(f"→ {message.rendered}")
+        elif kind == "action_response":
+            out = message.rendered
+            self._steps.append(f"← {message.function}: {out[:200]}")
+        elif kind == "assistant_response" and not self._text and message.response:
+            self._text.append(message.response)  # a model that does not stream text
+        else:
+            return
+        self._schedule()
+
+    def finish(self, result: Any) -> None:
+        self._cancel_timer()
+        from .render import mime_bundle
+
+        self._update(mime_bundle(result, self.info.fmt))
+
+    def fail(self, error: BaseException, *, interrupted: bool = False) -> None:
+        self._cancel_timer()
+        what = "interrupted" if interrupted else f"failed: {type(error).__name__}"
+        self._update(self._bundle(streaming=False, status=what))
+
+    # -- batching ------------------------------------------------------------------------
+    def _schedule(self) -> None:
+        interval = 1.0 / max(self.info.max_rate, 0.1)
+        wait = self._last + interval - time.monotonic()
+        if wait <= 0:
+            self._flush()
+        elif self._timer is None:
+            try:
+                import asyncio
+
+                self._timer = asyncio.get_running_loop().call_later(wait, self._flush)
+            except RuntimeError:  # no loop: the next fragment or the end will flush
+                pass
+
+    def _flush(self) -> None:
+        self._timer = None
+        self._update(self._bundle(streaming=True))
+
+    def _cancel_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _update(self, bundle: dict[str, Any]) -> None:
+        self._last = time.monotonic()
+        if self._handle is None:
+            return
+        try:
+            self._handle.update(bundle, raw=True)
+            self.updates += 1
+        except Exception:
+            logger.warning("could not update the cell's display", exc_info=True)
+
+    def _bundle(self, *, streaming: bool, status: str = "") -> dict[str, Any]:
+        from html import escape
+
+        info = self.info
+        state = status or ("running…" if streaming else "")
+        head = " · ".join(p for p in (info.branch, info.operation, info.model, state, info.note) if p)
+        text = "".join(self._text)
+        steps = "\n".join(self._steps)
+        plain = "\n".join(part for part in (f"[{head}]", steps, text) if part)
+        if info.fmt == "markdown" and text:
+            from .render import markdown_html
+
+            body = markdown_html(text)
+        else:
+            body = f"<pre>{escape(text)}</pre>" if text else ""
+        steps_html = f"<pre>{escape(steps)}</pre>" if steps else ""
+        html = f"<div><small>{escape(head)}</small>{steps_html}{body}</div>"
+        return {"text/html": html, "text/plain": plain}
+
+
+_factory: Callable[[TurnInfo], TurnView] | None = None
+
+
+def set_view_factory(factory: Callable[[TurnInfo], TurnView] | None) -> None:
+    """Use ``factory(info)`` to build each turn's view (``None`` restores `HandleView`)."""
+    global _factory
+    _factory = factory
+
+
+def make_view(info: TurnInfo, *, quiet: bool = False) -> TurnView:
+    """The view for one turn; a failing factory falls back to `HandleView` with a warning."""
+    if quiet:
+        return NullView(info)
+    if _factory is not None:
+        try:
+            return SafeView(_factory(info))
+        except Exception:
+            logger.warning("the view factory failed; using the default view", exc_info=True)
+    return SafeView(HandleView(info))
+
+
+class SafeView(TurnView):
+    """Wraps a view so that none of its errors reach the turn."""
+
+    def __init__(self, inner: TurnView):
+        super().__init__(inner.info)
+        self.inner = inner
+
+    def _call(self, name: str, *args: Any, **kw: Any) -> None:
+        try:
+            getattr(self.inner, name)(*args, **kw)
+        except Exception:
+            logger.warning("the turn's view failed in `%s`", name, exc_info=True)
+
+    def start(self) -> None:
+        self._call("start")
+
+    def text(self, fragment: str) -> None:
+        self._call("text", fragment)
+
+    def message(self, message: Any) -> None:
+        self._call("message", message)
+
+    def finish(self, result: Any) -> None:
+        self._call("finish", result)
+
+    def fail(self, error: BaseException, *, interrupted: bool = False) -> None:
+        self._call("fail", error, interrupted=interrupted)

@@ -1,0 +1,193 @@
+"""`LionMagics`: the ``%%lion`` cell magic, the ``%lion`` line magic and their configuration.
+
+Configuration is traitlets (``%config LionMagics.rerun = "append"``, or an IPython profile),
+with environment variables as defaults (``LION_NB_FORMAT``, ``LION_NB_RERUN``, ...; see
+`ENV`); an explicit ``%config`` or profile value wins over the environment. The default model
+of new branches comes from ``LionMagics.default_model``, else from ``LION_CHAT_PROVIDER`` /
+``LION_CHAT_MODEL``, else ``offline/auto``.
+
+This module is imported by ``%load_ext``: it imports nothing from the core, no provider,
+no widget and no Markdown code; every turn loads what it needs when it runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from typing import Any
+
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+from traitlets import Bool, Dict, Enum, Float, Int, TraitError, Unicode
+
+from .options import (
+    OPTION_STRINGS,
+    POLICIES,
+    TurnOptions,
+    parse_with_hint,
+    turn_parser,
+)
+from .render import FORMATS
+from .runner import run_sync
+
+__all__ = ["ENV", "LionMagics"]
+
+#: trait -> environment variable that sets its default
+ENV = {
+    "default_model": "LION_NB_MODEL",
+    "default_branch": "LION_NB_BRANCH",
+    "output_format": "LION_NB_FORMAT",
+    "rerun": "LION_NB_RERUN",
+    "aliases": "LION_NB_ALIASES",
+    "interpolate": "LION_NB_INTERPOLATE",
+    "max_updates_per_second": "LION_NB_MAX_UPDATES",
+    "signal_log_size": "LION_NB_SIGNAL_LOG",
+    "await_cells": "LION_NB_AWAIT",
+    "save_path": "LION_NB_SAVE_PATH",
+}
+
+_TURN_PARSER = turn_parser("%lion")
+
+
+@magics_class
+class LionMagics(Magics):
+    """Language-model turns in cells, on the notebook's Session."""
+
+    default_model = Unicode(
+        "", help="Model of new branches: an alias or provider/model ('' = the settings' default)."
+    ).tag(config=True)
+    default_branch = Unicode("main", help="Name of the Session's first branch.").tag(config=True)
+    output_format = Enum(FORMATS, "markdown", help="Output format when a cell gives no `-f`.").tag(
+        config=True
+    )
+    rerun = Enum(
+        POLICIES, "fork", help="What re-running a cell does to its earlier turn: fork, append, replace."
+    ).tag(config=True)
+    aliases = Dict(
+        {}, help="Model aliases, name -> provider/model (e.g. {'fast': 'openai/gpt-4o-mini'})."
+    ).tag(config=True)
+    interpolate = Bool(True, help="Interpolate {...} in prompts (a cell can opt out with --raw).").tag(
+        config=True
+    )
+    max_updates_per_second = Float(20.0, help="Most display updates a streaming turn makes a second.").tag(
+        config=True
+    )
+    signal_log_size = Int(1000, help="How many signals `%lion signals` keeps.").tag(config=True)
+    await_cells = Bool(
+        True, help="Run %%lion cells as top-level awaits on the kernel's loop (recommended)."
+    ).tag(config=True)
+    save_path = Unicode("lion_session.json", help="File used by `%lion save` / `%lion load`.").tag(
+        config=True
+    )
+
+    def __init__(self, shell: Any = None, **kwargs: Any):
+        super().__init__(shell=shell, **kwargs)
+        self._apply_environment()
+        self.observe(self._resize_log, names=["signal_log_size"])
+
+    def _apply_environment(self) -> None:
+        configured = self.config.get(type(self).__name__, {})
+        for trait, var in ENV.items():
+            raw = os.environ.get(var)
+            if raw is None or raw == "" or trait in configured:
+                continue
+            try:
+                setattr(self, trait, _from_env(self.traits()[trait], raw))
+            except (TraitError, ValueError) as exc:
+                warnings.warn(
+                    f"`{var}={raw!r}` is not a valid value for `LionMagics.{trait}` ({exc}); "
+                    "using the default.",
+                    stacklevel=2,
+                )
+
+    def _resize_log(self, change: dict[str, Any]) -> None:
+        from .session import notebook_state
+
+        notebook_state().resize_signal_log(change["new"])
+
+    @property
+    def state(self) -> Any:
+        from .session import notebook_state
+
+        state = notebook_state()
+        if state._session is None:
+            state.default_branch_name = state.active = self.default_branch
+        return state
+
+    # -- %%lion --------------------------------------------------------------------------------
+    @cell_magic("lion")
+    def lion_cell(self, line: str, cell: str) -> None:
+        run_sync(self.run_cell_async(line, cell))
+
+    async def run_cell_async(self, line: str, body: str) -> Any:
+        """Run one ``%%lion`` cell; its value becomes ``Out[n]``."""
+        opts = self.parse_turn(line, "%%lion")
+        return await self.turn(opts, body, cell_value=True)
+
+    def parse_turn(self, line: str, magic: str, *, prompt: bool = False) -> TurnOptions:
+        parser = _TURN_PARSER if not prompt else _ask_parser()
+        args = parse_with_hint(parser.parse_argstring, line, magic, OPTION_STRINGS)
+        opts = TurnOptions.from_args(args, default_format=self.output_format)
+        if prompt:
+            opts.prompt = " ".join(args.prompt)  # type: ignore[attr-defined]
+        return opts
+
+    async def turn(self, opts: TurnOptions, body: str, *, cell_value: bool) -> Any:
+        """Interpolate, plan and run one turn; with ``--bg``, return its handle at once."""
+        from .turn import prepare, run_foreground, start_background_turn
+
+        plan, view = prepare(self, opts, body)
+        if opts.bg:
+            return start_background_turn(self, plan, view, cell_value=cell_value)
+        return await run_foreground(self, plan, view, cell_value=cell_value)
+
+    # -- %lion ---------------------------------------------------------------------------------
+    @line_magic("lion")
+    def lion_line(self, line: str) -> Any:
+        from .commands import dispatch, is_async
+
+        if is_async(line):
+            return run_sync(self.run_line_async(line))
+        return dispatch(self, line)
+
+    async def run_line_async(self, line: str) -> Any:
+        from .commands import dispatch_async
+
+        return await dispatch_async(self, line)
+
+
+def _ask_parser() -> Any:
+    global _ASK_PARSER
+    if _ASK_PARSER is None:
+        _ASK_PARSER = turn_parser("%lion ask", prompt=True)
+    return _ASK_PARSER
+
+
+_ASK_PARSER: Any = None
+
+
+def _from_env(trait: Any, raw: str) -> Any:
+    if isinstance(trait, Bool):
+        value = raw.strip().lower()
+        if value in ("1", "true", "yes", "on"):
+            return True
+        if value in ("0", "false", "no", "off"):
+            return False
+        raise ValueError("use 1/0, true/false, yes/no or on/off")
+    if isinstance(trait, Int):
+        return int(raw)
+    if isinstance(trait, Float):
+        return float(raw)
+    if isinstance(trait, Dict):
+        raw = raw.strip()
+        if raw.startswith("{"):
+            return json.loads(raw)
+        pairs = [p.split("=", 1) for p in raw.split(",") if p.strip()]
+        if any(len(p) != 2 for p in pairs):
+            raise ValueError("use NAME=provider/model pairs separated by commas, or JSON")
+        return {k.strip(): v.strip() for k, v in pairs}
+    return raw
+
+
+LionMagics.lion_cell.__doc__ = _TURN_PARSER.format_help()
+

@@ -1,0 +1,260 @@
+"""The options of ``%%lion``: parsed, checked, and resolved against the notebook namespace.
+
+Every mistake is a `UsageError` that names the option in backticks and says how to fix it,
+so IPython shows one line and no traceback. Names refer to the notebook namespace: a
+response format is the name of a pydantic model there (or a dotted import path), tools are
+names of functions there, and a model is an alias, the name of an ``iModel`` there, or a
+``provider/model`` string.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import keyword
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from IPython.core.error import UsageError
+
+from .render import FORMATS
+
+__all__ = [
+    "BUILTIN_OPERATIONS",
+    "OPTION_STRINGS",
+    "turn_parser",
+    "POLICIES",
+    "TurnOptions",
+    "parse_with_hint",
+    "resolve_model",
+    "resolve_response_format",
+    "resolve_tools",
+    "validate_name",
+]
+
+#: operations every branch has; anything else must be registered on the Session
+BUILTIN_OPERATIONS = ("chat", "communicate", "operate", "run", "ReAct", "interpret", "parse")
+POLICIES = ("fork", "append", "replace")
+_NO_TOOL_OPERATIONS = ("chat", "communicate", "run", "interpret", "parse")
+
+TURN_EXAMPLES = """
+Examples::
+
+  %%lion
+  Summarize {df.describe()} in three bullet points.
+
+  %%lion -b ideas --system "You are a terse reviewer." -m openai/gpt-4o-mini
+  Review the function in {In[3]}.
+
+  %%lion -r Summary -o summary -f json
+  Summarize the report: {report_text}
+
+  %%lion -t get_weather,convert_units
+  What should I wear in Oslo today?
+
+  %%lion -m offline_cli/scripted --bg -o answer
+  Refactor the parser module.
+
+Braces interpolate from the notebook: {name}, {expr}, {In[n]}, {Out[n]}, {Err} (the last
+error and its traceback), {Err[n]}. Braces that hold no expression ({'a': 1}) stay as
+written; {{ and }} are literal braces; --raw turns interpolation off.
+"""
+
+
+def turn_parser(prog: str, *, prompt: bool = False) -> Any:
+    """The options of a turn (``%%lion`` and ``%lion ask``), as an IPython magic parser."""
+    from IPython.core.magic_arguments import MagicArgumentParser, MagicHelpFormatter
+
+    p = MagicArgumentParser(
+        prog=prog,
+        description="Run the cell as an instruction on a branch of the notebook's Session.",
+        epilog=TURN_EXAMPLES,
+        formatter_class=MagicHelpFormatter,
+    )
+    add = p.add_argument
+    add("-b", "--branch", metavar="NAME", help="branch to use; created if new (default: the active branch)")
+    add("-m", "--model", metavar="MODEL", help="an alias, an iModel variable, or provider/model; on an existing branch, for this turn only")
+    add("-s", "--system", metavar="TEXT", help="system prompt (a new branch, or one with no conversation yet)")
+    add("--op", metavar="OPERATION", help="chat, communicate (default), operate, run (CLI agents; default for them), ReAct, interpret, parse, or a registered operation")
+    add("-r", "--response-format", metavar="MODEL", help="pydantic model (a name in the notebook, or a dotted import path); the result is an instance of it")
+    add("-t", "--tools", metavar="FUNCS", action="append", help="notebook functions the model may call, comma-separated or repeated (implies --op operate)")
+    add("-o", "--out", metavar="VAR", help="also bind the result to this variable (the result is always Out[n])")
+    add("-f", "--format", metavar="FORMAT", choices=FORMATS, help="output: markdown (default), code (into a new cell below, never run), json, html (sanitized), text")
+    add("-q", "--quiet", action="store_true", help="show nothing; the result is still bound and in Out[n]")
+    add("--bg", action="store_true", help="run in the background: return a handle at once (await it, or .cancel() it)")
+    add("--policy", metavar="POLICY", choices=POLICIES, help="what re-running this cell does: fork (default), append, replace")
+    add("--raw", action="store_true", help="send the text as written: no {...} interpolation")
+    add("--max-extensions", metavar="N", type=int, help="ReAct: extra reasoning rounds (default 3)")
+    if prompt:
+        add("prompt", nargs="*", help="the instruction")
+    return p
+
+
+OPTION_STRINGS = [
+    "--branch", "--model", "--system", "--op", "--response-format", "--tools", "--out",
+    "--format", "--quiet", "--bg", "--policy", "--raw", "--max-extensions",
+]
+
+
+@dataclass(slots=True)
+class TurnOptions:
+    """One turn, as the user asked for it (names still unresolved)."""
+
+    branch: str | None = None
+    model: str | None = None
+    op: str | None = None
+    response_format: str | None = None
+    tools: list[str] = field(default_factory=list)
+    out: str | None = None
+    system: str | None = None
+    fmt: str = "markdown"
+    quiet: bool = False
+    bg: bool = False
+    policy: str | None = None
+    raw: bool = False
+    extensions: int | None = None
+
+    @classmethod
+    def from_args(cls, args: Any, *, default_format: str) -> TurnOptions:
+        tools: list[str] = []
+        for chunk in args.tools or ():
+            tools += [t.strip() for t in chunk.split(",") if t.strip()]
+        opts = cls(
+            branch=args.branch,
+            model=args.model,
+            op=args.op,
+            response_format=args.response_format,
+            tools=tools,
+            out=args.out,
+            system=args.system,
+            fmt=args.format or default_format,
+            quiet=args.quiet,
+            bg=args.bg,
+            policy=args.policy,
+            raw=args.raw,
+            extensions=args.max_extensions,
+        )
+        opts.check()
+        return opts
+
+    def check(self) -> None:
+        """Checks that need nothing but the options themselves."""
+        if self.out is not None:
+            validate_name(self.out, "--out")
+        if self.branch is not None and not self.branch.strip():
+            raise UsageError("`--branch` needs a name, e.g. `-b ideas`.")
+        if self.fmt == "code" and self.bg:
+            raise UsageError(
+                "`--format code` cannot be combined with `--bg`: the new cell can only be "
+                "created while the cell that asked for it runs. Drop `--bg`, or use another format."
+            )
+        if self.op == "parse" and not self.response_format:
+            raise UsageError(
+                "`--op parse` needs `--response-format NAME` (a pydantic model in the namespace)."
+            )
+        if self.tools and self.op in _NO_TOOL_OPERATIONS:
+            raise UsageError(
+                f"`--tools` works with `--op operate`, `--op ReAct` or a registered operation, "
+                f"not `--op {self.op}`. Drop `--op` (tools imply `operate`)."
+            )
+        if self.extensions is not None and self.op != "ReAct":
+            raise UsageError("`--max-extensions` only applies to `--op ReAct`.")
+
+
+def validate_name(name: str, option: str) -> str:
+    """``name`` if it can be a Python variable, else a `UsageError` for ``option``."""
+    if not name.isidentifier() or keyword.iskeyword(name):
+        raise UsageError(
+            f"`{option} {name}`: not a valid Python variable name. Use letters, digits and "
+            "underscores, not starting with a digit (e.g. `answer`, `summary_2`)."
+        )
+    return name
+
+
+def parse_with_hint(parse: Callable[[str], Any], line: str, magic: str, options: list[str]) -> Any:
+    """``parse(line)``, with argparse's complaint turned into a message that gives the fix."""
+    try:
+        return parse(line)
+    except UsageError as exc:
+        message = str(exc)
+        hint = f"See `{magic}?` for every option."
+        unknown = re.search(r"unrecognized arguments: (.*)", message)
+        if unknown:
+            bad = unknown.group(1).split()[0]
+            close = difflib.get_close_matches(bad, options, n=1, cutoff=0.6)
+            if close:
+                hint = f"Did you mean `{close[0]}`? " + hint
+            message = f"unknown option `{bad}`"
+        raise UsageError(f"`{magic} {line.strip()}`: {message}. {hint}") from None
+
+
+def resolve_response_format(name: str, namespace: Mapping[str, Any]) -> type:
+    """The pydantic model class called ``name`` in the namespace, or at a dotted import path."""
+    from pydantic import BaseModel
+
+    obj: Any = namespace.get(name)
+    if obj is None and "." in name:
+        module_name, _, attr = name.rpartition(".")
+        try:
+            obj = getattr(importlib.import_module(module_name), attr)
+        except (ImportError, AttributeError) as exc:
+            raise UsageError(
+                f"`--response-format {name}`: cannot import `{attr}` from `{module_name}` "
+                f"({exc}). Check the dotted path, or define the model in a cell above."
+            ) from None
+    if obj is None:
+        raise UsageError(
+            f"`--response-format {name}`: no pydantic model named `{name}` in the notebook "
+            "namespace. Define it in a cell above, or pass a dotted import path."
+        )
+    if not (isinstance(obj, type) and issubclass(obj, BaseModel)):
+        raise UsageError(
+            f"`--response-format {name}`: `{name}` is a {type(obj).__name__}, not a pydantic "
+            "model class. Pass a class that subclasses `pydantic.BaseModel`."
+        )
+    return obj
+
+
+def resolve_tools(names: list[str], namespace: Mapping[str, Any]) -> list[Callable[..., Any]]:
+    """The notebook functions called ``names`` (each checked to exist and be callable)."""
+    tools = []
+    for name in names:
+        obj = namespace.get(name)
+        if obj is None:
+            close = difflib.get_close_matches(name, [k for k in namespace if not k.startswith("_")], n=1)
+            maybe = f" Did you mean `{close[0]}`?" if close else ""
+            raise UsageError(
+                f"`--tools {name}`: no function named `{name}` in the notebook namespace.{maybe} "
+                "Define it in a cell above (a docstring and type hints describe it to the model)."
+            )
+        if not callable(obj):
+            raise UsageError(
+                f"`--tools {name}`: `{name}` is a {type(obj).__name__}, not a function."
+            )
+        tools.append(obj)
+    return tools
+
+
+def resolve_model(spec: str, namespace: Mapping[str, Any], aliases: Mapping[str, str]) -> Any:
+    """An iModel from an alias, an ``iModel`` variable or a ``provider/model`` string."""
+    from ..errors import ConfigurationError
+    from ..models.imodel import iModel
+
+    spec = spec.strip()
+    obj = namespace.get(spec) if spec.isidentifier() else None
+    if isinstance(obj, iModel):
+        return obj
+    target = aliases.get(spec, spec)
+    if "/" not in target:
+        known = ", ".join(f"`{a}`" for a in sorted(aliases)) or "none set"
+        raise UsageError(
+            f"`--model {spec}`: not an alias (aliases: {known}), an `iModel` in the namespace, "
+            "or a `provider/model` string such as `offline/auto` or `openai/gpt-4o-mini`. "
+            "Add an alias with `%lion alias NAME provider/model`."
+        )
+    try:
+        return iModel(model=target)
+    except ConfigurationError as exc:
+        raise UsageError(f"`--model {spec}`: {exc}") from None

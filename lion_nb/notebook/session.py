@@ -1,0 +1,142 @@
+"""The notebook-scoped Session and the notebook's own state around it.
+
+There is one `NotebookState` per kernel (per process). Its Session is created on first use
+-- not when the extension loads -- with a default branch named ``main``. The state also
+holds what only the notebook layer needs: the active branch's name, the last errors (for
+``{Err}`` and ``%lion explain``), a bounded log of every signal the Session emitted (for
+``%lion signals``), the background runs, and the models built from ``--model`` strings (kept
+per branch, so a CLI agent resumes its own session on the next turn).
+
+Unloading the extension leaves this state alone: the conversations are the user's data.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any
+
+from .lasterror import ErrorLog
+
+__all__ = [
+    "NotebookState",
+    "current_session",
+    "find_branch",
+    "notebook_state",
+    "reset_notebook_state",
+]
+
+DEFAULT_BRANCH = "main"
+
+_state: NotebookState | None = None
+
+
+def notebook_state() -> NotebookState:
+    """The kernel's notebook state, created on first use."""
+    global _state
+    if _state is None:
+        _state = NotebookState()
+    return _state
+
+
+def reset_notebook_state() -> NotebookState:
+    """Forget the notebook state (Session, active branch, errors, signals): a fresh start, as
+    after a kernel restart. Background runs still going are cancelled."""
+    global _state
+    if _state is not None:
+        for handle in list(_state.runs.values()):
+            handle.cancel()
+    _state = NotebookState()
+    return _state
+
+
+def current_session() -> Any:
+    """The notebook-scoped `Session` (one per kernel, created lazily, default branch ``main``)."""
+    return notebook_state().session
+
+
+def find_branch(session: Any, name: str) -> Any | None:
+    """The branch called ``name`` in ``session`` (or with that id), else ``None``."""
+    for branch in session.branches:
+        if branch.name == name or str(branch.id) == name:
+            return branch
+    return None
+
+
+class NotebookState:
+    """Everything the notebook layer keeps between cells."""
+
+    def __init__(self, *, default_branch: str = DEFAULT_BRANCH, signal_log_size: int = 1000):
+        self._session: Any = None
+        self.default_branch_name = default_branch
+        self.active = default_branch
+        self.errors = ErrorLog()
+        self.signals: deque[Any] = deque(maxlen=signal_log_size)
+        self.runs: dict[int, Any] = {}
+        self.models: dict[tuple[str, str], Any] = {}
+        self.hooked_cell_id: str | None = None
+        self._subscription: Any = None
+
+    # -- the session -----------------------------------------------------------------------
+    @property
+    def session(self) -> Any:
+        if self._session is None:
+            from ..session.session import Session
+
+            self.attach(Session())
+        return self._session
+
+    def attach(self, session: Any) -> None:
+        """Make ``session`` the notebook's Session (used on first use, load and reset)."""
+        from ..protocols.signals import Signal
+
+        if self._subscription is not None:
+            self._subscription()
+        self._session = session
+        self.models.clear()
+        branch = session.default_branch
+        if branch is None:
+            branch = session.new_branch(name=self.default_branch_name)
+        if not branch.name:
+            branch.name = self.default_branch_name
+        self.active = branch.name
+        self._subscription = session.observe(Signal, self.signals.append)
+
+    def resize_signal_log(self, size: int) -> None:
+        self.signals = deque(self.signals, maxlen=max(1, size))
+        if self._session is not None:
+            if self._subscription is not None:
+                self._subscription()
+            from ..protocols.signals import Signal
+
+            self._subscription = self._session.observe(Signal, self.signals.append)
+
+    # -- branches ------------------------------------------------------------------------------
+    def branch(self, name: str | None = None) -> Any:
+        """The branch called ``name`` (the active one when ``None``), or ``None``."""
+        session = self.session
+        if name is None:
+            found = find_branch(session, self.active)
+            if found is None:  # the active branch was removed elsewhere
+                found = session.default_branch or next(iter(session.branches), None)
+                if found is not None:
+                    self.active = found.name or str(found.id)
+            return found
+        return find_branch(session, name)
+
+    def set_active(self, branch: Any) -> None:
+        self.active = branch.name or str(branch.id)
+        try:
+            self.session.default_branch = branch
+        except (AttributeError, TypeError, ValueError):
+            pass
+
+    def busy(self, branch: Any) -> Any | None:
+        """The background run currently using ``branch``, if any."""
+        for handle in self.runs.values():
+            if handle.branch is branch and not handle.done():
+                return handle
+        return None
+
+    def specials(self) -> dict[str, Any]:
+        """Names a prompt can use besides the namespace: the notebook's errors."""
+        return {"Err": self.errors, "error": self.errors}

@@ -1,0 +1,394 @@
+"""One turn from a cell: plan it (branch, model, operation, formats), then run it.
+
+Planning resolves every name before anything is sent, so a mistake costs nothing: the
+branch (picked, or created with ``--system`` / ``--model``), the model (for this turn only on
+an existing branch), the operation (``run`` for a CLI model, ``operate`` when tools are
+given, else ``communicate``), the response format and the tools. Then the re-run policy is
+applied (see `cells`).
+
+Running streams text fragments and recorded messages to the turn's view, tags every message
+the turn recorded with its cell, and leaves the conversation as the operation left it: a
+failed or interrupted turn keeps what was received (ADR-0021), and the view says what
+happened.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from IPython.core.error import UsageError
+
+from . import cells
+from .options import (
+    BUILTIN_OPERATIONS,
+    TurnOptions,
+    resolve_model,
+    resolve_response_format,
+    resolve_tools,
+)
+
+__all__ = ["TurnPlan", "execute", "plan_turn"]
+
+
+@dataclass(slots=True)
+class TurnPlan:
+    """A resolved turn."""
+
+    branch: Any
+    text: str
+    op: str
+    options: TurnOptions
+    cell: cells.CellRef
+    model: Any = None  # for this turn only; None: the branch's own
+    response_format: type | None = None
+    tools: list[Any] = field(default_factory=list)
+    kept_as: str | None = None  # the old timeline's name after a fork
+    turn_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+
+    @property
+    def model_label(self) -> str:
+        model = self.model or self.branch.chat_model
+        return f"{model.provider}/{model.model}"
+
+
+def plan_turn(magics: Any, opts: TurnOptions, text: str) -> TurnPlan:
+    """Resolve ``opts`` against the notebook namespace and the Session."""
+    state, ns = magics.state, magics.shell.user_ns
+    session = state.session
+    aliases = dict(magics.aliases)
+    rf = resolve_response_format(opts.response_format, ns) if opts.response_format else None
+    tools = resolve_tools(opts.tools, ns)
+    model = None
+    name = opts.branch or state.active
+    branch = state.branch(name)
+    if branch is None:
+        if opts.branch is None:
+            raise UsageError("The session has no branch left: create one with `%lion new NAME`.")
+        new_model = model_for(magics, opts.model, None) if opts.model else default_model(magics)
+        branch = session.new_branch(name=name, system=opts.system, chat_model=new_model)
+    else:
+        if opts.system is not None:
+            set_system(branch, opts.system)
+        if opts.model:
+            model = model_for(magics, opts.model, branch)
+    busy = state.busy(branch)
+    if busy is not None:
+        raise UsageError(
+            f"Branch `{branch.name}` has a background run in progress ({busy!r}). `await` or "
+            "`.cancel()` its handle, or use another branch (`-b NAME`)."
+        )
+    chat_model = model or branch.chat_model
+    op = opts.op or ("run" if chat_model.is_cli else "operate" if tools else "communicate")
+    _check_operation(op, branch, chat_model, opts)
+    cell = cells.current_cell(magics.shell, state.hooked_cell_id)
+    policy = opts.policy or magics.rerun
+    target, kept_as = cells.apply_policy(session, branch, cell, policy)
+    state.set_active(target)
+    return TurnPlan(
+        branch=target,
+        text=text,
+        op=op,
+        options=opts,
+        cell=cell,
+        model=model,
+        response_format=rf,
+        tools=tools,
+        kept_as=kept_as,
+    )
+
+
+def default_model(magics: Any) -> Any:
+    """The model for a new branch: ``LionMagics.default_model`` or the settings' default."""
+    if magics.default_model:
+        return model_for(magics, magics.default_model, None)
+    return None
+
+
+def model_for(magics: Any, spec: str, branch: Any) -> Any:
+    """The iModel for ``spec`` on ``branch``, reused across turns so a CLI agent resumes."""
+    key = (str(branch.id) if branch is not None else "", spec)
+    cached = magics.state.models.get(key)
+    if cached is not None and branch is not None:
+        return cached
+    model = resolve_model(spec, magics.shell.user_ns, dict(magics.aliases))
+    if branch is not None:
+        magics.state.models[key] = model
+    return model
+
+
+def set_system(branch: Any, text: str) -> None:
+    """Give a branch with no conversation yet a system prompt."""
+    if any(m.kind != "system" for m in branch.messages):
+        raise UsageError(
+            f"`--system`: branch `{branch.name}` already has a conversation, so its system "
+            f"prompt is fixed. Start a new branch with it: `%%lion -b NEW --system \"...\"`."
+        )
+    branch.msgs.add_message(system=text)
+
+
+def _check_operation(op: str, branch: Any, model: Any, opts: TurnOptions) -> None:
+    if op not in BUILTIN_OPERATIONS:
+        if branch.get_operation(op) is None:
+            registered = sorted(branch._operation_manager.registry) if branch._operation_manager else []
+            extra = f" Registered: {', '.join(f'`{r}`' for r in registered)}." if registered else ""
+            raise UsageError(
+                f"`--op {op}`: no such operation. Built in: "
+                f"{', '.join(f'`{b}`' for b in BUILTIN_OPERATIONS)}.{extra} Register your own "
+                "with `%lion operation NAME` (an `async def f(branch, instruction, ...)`)."
+            )
+        return
+    if op == "run" and not model.is_cli:
+        raise UsageError(
+            f"`--op run` needs a CLI agent model, and `{model.provider}/{model.model}` is not one. "
+            "Pick one with `-m` (`claude_code/...`, `codex/...`, `gemini_cli/...`, "
+            "`offline_cli/...`) or drop `--op run`."
+        )
+    if model.is_cli and op not in ("run", "parse"):
+        raise UsageError(
+            f"`--op {op}`: `{model.provider}/{model.model}` is a CLI agent, which only runs "
+            "(`--op run`). Drop `--op`, or pick an API model with `-m`."
+        )
+    if opts.tools and op in ("chat", "communicate", "run", "interpret", "parse"):
+        raise UsageError(
+            f"`--tools` works with `--op operate`, `--op ReAct` or a registered operation, "
+            f"not `--op {op}`. Drop `--op` (tools imply `operate`)."
+        )
+
+
+@contextlib.contextmanager
+def _model_for_turn(branch: Any, model: Any) -> Iterator[None]:
+    """Use ``model`` as the branch's chat model for this turn only."""
+    if model is None:
+        yield
+        return
+    saved = branch.chat_model
+    branch.chat_model = model
+    try:
+        yield
+    finally:
+        branch.chat_model = saved
+
+
+async def _call(plan: TurnPlan, view: Any, session: Any) -> Any:
+    branch, text, rf, op = plan.branch, plan.text, plan.response_format, plan.op
+    if op == "communicate":
+        return await branch.communicate(text, response_format=rf)
+    if op == "chat":
+        return await branch.chat(text, response_format=rf)
+    if op == "operate":
+        return await branch.operate(
+            instruction=text, response_format=rf, actions=bool(plan.tools), tools=plan.tools or None
+        )
+    if op == "ReAct":
+        kw: dict[str, Any] = {"tools": plan.tools or None, "response_format": rf}
+        if plan.options.extensions is not None:
+            kw["max_extensions"] = plan.options.extensions
+        return await branch.ReAct({"instruction": text}, **kw)
+    if op == "interpret":
+        return await branch.interpret(text)
+    if op == "parse":
+        return await branch.parse(text, response_format=rf, handle_validation="raise")
+    if op == "run":
+        parts: list[str] = []
+        async with contextlib.aclosing(branch.run(text)) as stream:
+            async for message in stream:
+                if message.kind == "assistant_response" and message.response:
+                    parts.append(message.response)
+        answer = "\n\n".join(parts) or None
+        if rf is not None and answer is not None:
+            return await branch.parse(answer, response_format=rf, handle_validation="raise")
+        return answer
+    extra: dict[str, Any] = {"instruction": text}
+    if rf is not None:
+        extra["response_format"] = rf
+    if plan.tools:
+        extra["tools"] = plan.tools
+    return await session.run_operation(op, branch=branch, **extra)
+
+
+async def execute(plan: TurnPlan, view: Any, session: Any) -> Any:
+    """Run ``plan``, reporting to ``view`` (already started). Returns the turn's result."""
+    from ..models.endpoints import streaming_to
+    from ..protocols.signals import MessageAdded
+
+    branch = plan.branch
+    branch_id = str(branch.id)
+
+    def on_message(signal: Any) -> None:
+        if signal.branch_id == branch_id:
+            view.message(signal.message)
+
+    before = set(branch.messages.keys())
+    subscription = branch.observe(MessageAdded, on_message)
+    try:
+        with streaming_to(view.text), _model_for_turn(branch, plan.model):
+            result = await _call(plan, view, session)
+    except BaseException as exc:
+        import anyio
+
+        interrupted = isinstance(exc, (anyio.get_cancelled_exc_class(), KeyboardInterrupt))
+        view.fail(exc, interrupted=interrupted)
+        raise
+    finally:
+        subscription.cancel()
+        new = [m for m in branch.messages if m.id not in before]
+        cells.tag_messages(new, plan.cell, plan.turn_id)
+    view.finish(result)
+    return result
+
+
+# -- from a cell to a result ---------------------------------------------------------------------
+def prepare(magics: Any, opts: TurnOptions, body: str) -> tuple[TurnPlan, Any]:
+    """Interpolate ``body``, plan the turn and open its view (shown in the running cell)."""
+    from .display import TurnInfo, make_view
+    from .interpolate import interpolate
+
+    state = magics.state
+    text = body if opts.raw or not magics.interpolate else interpolate(
+        body, magics.shell.user_ns, state.specials()
+    )
+    text = text.rstrip().lstrip("\n")
+    if not text:
+        raise UsageError(
+            "`%%lion`: the cell has no instruction. Write it on the lines below `%%lion`, "
+            "e.g.\n\n%%lion\nSummarize the table above."
+        )
+    try:
+        plan = plan_turn(magics, opts, text)
+    except UsageError:
+        raise
+    except Exception as exc:
+        raise _as_usage_error(exc) from None
+    note = f"re-run: the earlier turn is kept on `{plan.kept_as}`" if plan.kept_as else ""
+    info = TurnInfo(
+        branch=plan.branch.name or str(plan.branch.id),
+        operation=plan.op,
+        model=plan.model_label,
+        fmt=opts.fmt,
+        background=opts.bg,
+        max_rate=magics.max_updates_per_second,
+        note=note,
+    )
+    view = make_view(info, quiet=opts.quiet)
+    view.start()
+    return plan, view
+
+
+async def run_foreground(magics: Any, plan: TurnPlan, view: Any, *, cell_value: bool) -> Any:
+    """Run the turn in this cell and deliver its result (variable, ``Out[n]``, next cell)."""
+    try:
+        result = await execute(plan, view, magics.state.session)
+    except Exception as exc:
+        shown = _presentable(exc)
+        if shown is exc:
+            raise
+        raise shown from None
+    deliver(magics, plan, result, cell_value=cell_value)
+    return result
+
+
+def start_background_turn(magics: Any, plan: TurnPlan, view: Any, *, cell_value: bool) -> Any:
+    """Start the turn as a background run; its handle is the cell's value."""
+    from .background import start_background
+
+    state = magics.state
+    shell = magics.shell
+
+    def done(handle: Any) -> None:
+        if handle.status == "done" and plan.options.out:
+            shell.user_ns[plan.options.out] = handle.task.result()
+
+    async def work() -> Any:
+        try:
+            return await execute(plan, view, state.session)
+        except Exception as exc:
+            shown = _presentable(exc)
+            if shown is exc:
+                raise
+            raise shown from None
+
+    label = plan.text.strip().splitlines()[0][:40]
+    handle = start_background(work, branch=plan.branch, label=label, view=view, on_done=done)
+    state.runs[handle.id] = handle
+    if cell_value:
+        set_cell_value(shell, handle)
+    return handle
+
+
+def deliver(magics: Any, plan: TurnPlan, result: Any, *, cell_value: bool) -> None:
+    shell = magics.shell
+    opts = plan.options
+    if opts.out:
+        shell.user_ns[opts.out] = result
+    if opts.fmt == "code" and result is not None:
+        from .render import as_text, extract_code
+
+        shell.set_next_input(extract_code(as_text(result)), replace=False)
+    if cell_value:
+        set_cell_value(shell, result)
+
+
+def set_cell_value(shell: Any, value: Any) -> None:
+    """Make ``value`` the running cell's value (``Out[n]``, ``_``) without displaying it again."""
+    if value is None:
+        return
+    hook = shell.displayhook
+    try:
+        hook.update_user_ns(value)
+        hook.fill_exec_result(value)
+    except Exception:  # a display hook without a cache: the value is still returned
+        pass
+
+
+# -- errors ------------------------------------------------------------------------------------------
+_KEY_HINT = (
+    "In a notebook, set it without showing it: "
+    '`import os, getpass; os.environ["{var}"] = getpass.getpass()`.'
+)
+
+
+def _as_usage_error(exc: BaseException) -> BaseException:
+    from ..errors import ConfigurationError, ItemExistsError, ItemNotFoundError
+
+    if isinstance(exc, (ConfigurationError, ItemNotFoundError, ItemExistsError)):
+        return UsageError(str(exc))
+    return exc
+
+
+def _presentable(exc: BaseException) -> BaseException:
+    """The error a cell shows: the user's mistakes as `UsageError`, a provider's failure as
+    one line in the provider's own words (the traceback stays on ``exc`` for ``%debug``)."""
+    import re
+
+    from ..errors import LionError, ProviderError
+
+    if isinstance(exc, UsageError):
+        return exc
+    converted = _as_usage_error(exc)
+    if converted is not exc:
+        return converted
+    chain, seen = exc, set()
+    provider = None
+    while chain is not None and id(chain) not in seen:
+        seen.add(id(chain))
+        if isinstance(chain, ProviderError):
+            provider = chain
+            break
+        chain = chain.__cause__ or chain.__context__
+    shown = provider or (exc if isinstance(exc, LionError) else None)
+    if shown is None:
+        return exc
+    text = f"{type(shown).__name__}: {shown}"
+    match = re.search(r"`([A-Z][A-Z0-9_]*_API_KEY)`", text)
+    if match and "no API key" in text:
+        text += " " + _KEY_HINT.format(var=match.group(1))
+    lines = [text]
+    try:
+        exc._render_traceback_ = lambda: lines  # type: ignore[attr-defined]
+    except AttributeError:  # exceptions without a __dict__
+        pass
+    return exc

@@ -1,0 +1,43 @@
+"""The operation implementations behind the Branch facade (ADR-0021 D3), loaded on use.
+
+``from lion_nb.operations import chat, communicate, run, run_and_collect, operate`` gives the
+implementation-level functions with the ADR's signatures.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "chat": "lion_nb.operations.chat",
+    "communicate": "lion_nb.operations.communicate",
+    "run": "lion_nb.operations.run",
+    "run_and_collect": "lion_nb.operations.run",
+    "operate": "lion_nb.operations.operate",
+    "act": "lion_nb.operations.act",
+    "parse": "lion_nb.operations.parse",
+    "select": "lion_nb.operations.select",
+    "interpret": "lion_nb.operations.interpret",
+    "ReAct": "lion_nb.operations.react",
+    "ReActStream": "lion_nb.operations.react",
+    "Operation": "lion_nb.operations.node",
+    "Flow": "lion_nb.operations.flow",
+    "FlowResult": "lion_nb.operations.flow",
+    "OperationManager": "lion_nb.operations.manager",
+    "ChatParam": "lion_nb.operations.types",
+    "RunParam": "lion_nb.operations.types",
+    "ParseParam": "lion_nb.operations.types",
+    "ActionParam": "lion_nb.operations.types",
+    "InterpretParam": "lion_nb.operations.types",
+    "Middle": "lion_nb.operations.types",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _EXPORTS.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'lion_nb.operations' has no attribute {name!r}")
+    return getattr(importlib.import_module(module_name), name)

@@ -1,0 +1,175 @@
+"""``act``: run tool calls and record them (ADR-0021; the action phase of ADR-0022).
+
+Input: one request or a list -- an `ActionRequest`, a dict (``{"function"|"name",
+"arguments"}``, optionally ``"id"``/``"call_id"``), a pydantic model with those fields
+(`ActionRequestModel`), or anything with ``name``/``function`` and ``arguments`` attributes
+(a provider `ToolCall`).
+
+Recording order is fixed whatever the strategy: every request first (in the given order;
+one already on the branch is not added again), then every response in request order, after
+all calls finished. So the history always reads as one tool-call batch followed by its
+results, which is the shape OpenAI-style APIs require, and two runs with different timing
+record the same sequence.
+
+A tool's failure never escapes the call: `ActionManager.invoke` turns an unknown tool (its
+message names the registered tools), bad arguments or an exception inside the tool into an
+`ActionResponse` with ``is_error=True``. With ``suppress_errors=False`` the responses are
+still all recorded, then the first failed one (in request order) raises `ExecutionError`
+carrying every response in ``.action_responses``. Cancellation is not a failure: it
+propagates.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from pydantic import BaseModel, Field
+
+from ..errors import ExecutionError
+from ..protocols.messages import ActionRequest, ActionResponse
+from .types import ActionParam
+
+if TYPE_CHECKING:
+    from ..session.branch import Branch
+
+__all__ = ["ActionRequestModel", "ActionResponseModel", "act", "to_action_request"]
+
+logger = logging.getLogger("lion_nb.operations.act")
+
+
+class ActionRequestModel(BaseModel):
+    """A tool call a model asks for inside a structured answer."""
+
+    function: str = Field(description="The name of the tool to call.")
+    arguments: dict[str, Any] = Field(
+        default_factory=dict, description="The tool's arguments, as a JSON object."
+    )
+
+
+class ActionResponseModel(BaseModel):
+    """What one tool call returned (or its contained error)."""
+
+    function: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    output: Any = None
+    is_error: bool = False
+
+    @classmethod
+    def from_message(cls, response: ActionResponse) -> ActionResponseModel:
+        return cls(
+            function=response.function,
+            arguments=dict(response.arguments),
+            output=response.output,
+            is_error=response.is_error,
+        )
+
+
+def _arguments(value: Any, name: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if isinstance(value, str):
+        try:
+            value = json.loads(value or "{}")
+        except ValueError:
+            return {"_raw": value}  # the tool's validation reports it to the model
+    if isinstance(value, BaseModel):
+        value = value.model_dump()
+    if not isinstance(value, dict):
+        raise TypeError(
+            f"The arguments of the call to `{name}` must be a JSON object, got "
+            f"{type(value).__name__}."
+        )
+    return dict(value)
+
+
+def to_action_request(item: Any, branch: Branch | None = None) -> ActionRequest:
+    """One request in any accepted form (see the module docstring) as an `ActionRequest`."""
+    if isinstance(item, ActionRequest):
+        return item
+    if isinstance(item, BaseModel):
+        item = item.model_dump()
+    if isinstance(item, dict):
+        name = item.get("function") or item.get("name")
+        args = item.get("arguments", item.get("args"))
+        call_id = item.get("call_id") or item.get("id")
+    else:
+        name = getattr(item, "function", None) or getattr(item, "name", None)
+        args = getattr(item, "arguments", None)
+        call_id = getattr(item, "call_id", None) or getattr(item, "id", None)
+    if not isinstance(name, str) or not name:
+        raise TypeError(
+            f"`act` takes ActionRequests, dicts with `function` (or `name`) and `arguments`, "
+            f"or models with those fields; got {type(item).__name__} without a tool name."
+        )
+    data: dict[str, Any] = {"function": name, "arguments": _arguments(args, name)}
+    if isinstance(call_id, str) and call_id:
+        data["call_id"] = call_id
+    if branch is not None:
+        data["sender"] = str(branch.id)
+        data["recipient"] = name
+    return ActionRequest(**data)
+
+
+def _as_list(action_request: Any) -> list[Any]:
+    if action_request is None:
+        return []
+    if isinstance(action_request, (ActionRequest, BaseModel, dict, str, bytes)):
+        return [action_request]
+    if isinstance(action_request, Iterable):
+        return list(action_request)
+    return [action_request]
+
+
+async def act(branch: Branch, action_request: Any, param: ActionParam) -> list[ActionResponse]:
+    """Run the requested tools and record requests and responses (see the module docstring)."""
+    requests = [to_action_request(item, branch) for item in _as_list(action_request)]
+    if not requests:
+        return []
+    if param.strategy not in ("concurrent", "sequential"):
+        raise ValueError(f'`strategy` is "concurrent" or "sequential", not {param.strategy!r}.')
+    for request in requests:
+        if request.id not in branch.messages:
+            branch.msgs.add_message(action_request=request)
+
+    responses: list[ActionResponse | None] = [None] * len(requests)
+
+    async def run_one(index: int, request: ActionRequest) -> None:
+        responses[index] = await branch.acts.invoke(request)
+
+    if param.strategy == "sequential" or len(requests) == 1:
+        for index, request in enumerate(requests):
+            await run_one(index, request)
+    else:
+        async with anyio.create_task_group() as tg:
+            for index, request in enumerate(requests):
+                tg.start_soon(run_one, index, request)
+
+    done: list[ActionResponse] = []
+    for request, response in zip(requests, responses, strict=True):
+        assert response is not None  # every task finished or the group raised
+        response.sender = request.function
+        response.recipient = str(branch.id)
+        branch.msgs.add_message(action_response=response)
+        done.append(response)
+        if param.verbose:
+            status = "failed" if response.is_error else "ok"
+            logger.info("tool `%s` %s: %s", request.function, status, response.rendered[:200])
+
+    if not param.suppress_errors:
+        failed = next((r for r in done if r.is_error), None)
+        if failed is not None:
+            detail = (
+                failed.output.get("error") if isinstance(failed.output, dict) else failed.output
+            )
+            error = ExecutionError(
+                f"Tool `{failed.function}` failed: {detail}. Every call and its result is "
+                "recorded on the branch; pass `suppress_errors=True` to get the errors as "
+                "responses instead."
+            )
+            error.action_responses = done  # type: ignore[attr-defined]
+            raise error
+    return done

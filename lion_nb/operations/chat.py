@@ -1,0 +1,194 @@
+"""``chat``: one unrecorded model call (ADR-0021 D3).
+
+Builds the instruction, applies context providers, renders the request (incrementally, see
+`MessageManager.chat_messages`), calls the model, logs the call, and hands back the
+instruction and the response without appending either. A failed call raises
+`ExecutionError` with the provider's typed error as its cause, before any response is read.
+The temporary context-injection slot is cleared in a ``finally`` whatever happens.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+from ..errors import ExecutionError
+from ..models.endpoints import ChatRequest
+from ..protocols.messages import AssistantResponse, Instruction
+from .types import ChatParam
+
+if TYPE_CHECKING:
+    from ..session.branch import Branch
+
+__all__ = ["build_request", "chat", "make_instruction", "response_format_spec"]
+
+
+@functools.lru_cache(maxsize=256)
+def _schema_of(model: type[BaseModel]) -> dict[str, Any]:
+    return model.model_json_schema()
+
+
+def response_format_spec(response_format: Any) -> dict[str, Any] | None:
+    """``{"name", "schema"}`` for a pydantic model class or instance, or a JSON schema."""
+    if response_format is None:
+        return None
+    if isinstance(response_format, BaseModel):
+        response_format = type(response_format)
+    if isinstance(response_format, type) and issubclass(response_format, BaseModel):
+        return {"name": response_format.__name__, "schema": _schema_of(response_format)}
+    if isinstance(response_format, dict):
+        schema = response_format.get("schema", response_format)
+        return {
+            "name": response_format.get("name") or schema.get("title") or "Response",
+            "schema": schema,
+        }
+    raise TypeError(
+        f"`response_format` takes a pydantic model class or a JSON schema dict, got "
+        f"{type(response_format).__name__}."
+    )
+
+
+def _fields_schema(request_fields: Any) -> dict[str, Any] | None:
+    if not request_fields:
+        return None
+    if isinstance(request_fields, (list, tuple)):
+        request_fields = dict.fromkeys(request_fields, "...")
+    props = {str(k): {"description": str(v)} for k, v in request_fields.items()}
+    return {
+        "name": "RequestedFields",
+        "schema": {"type": "object", "properties": props, "required": list(props)},
+    }
+
+
+def make_instruction(branch: Branch, instruction: Any, param: ChatParam) -> Instruction:
+    """The Instruction message for this turn (an Instruction passed in is used as is)."""
+    if isinstance(instruction, Instruction):
+        return instruction
+    fmt = response_format_spec(param.response_format)
+    fields = param.request_fields
+    if isinstance(fields, (list, tuple)):
+        fields = dict.fromkeys(fields, "...")
+    return Instruction(
+        instruction=instruction,
+        guidance=param.guidance,
+        context=param.context,
+        request_fields=fields or None,
+        response_format=fmt["schema"] if fmt else None,
+        tool_schemas=param.tool_schemas,
+        images=param.images,
+        image_detail=param.image_detail,
+        plain_content=param.plain_content,
+        sender=param.sender if param.sender is not None else (branch.user or "user"),
+        recipient=param.recipient if param.recipient is not None else branch.id,
+    )
+
+
+def build_request(
+    branch: Branch, ins: Instruction, param: ChatParam, injection: str | None
+) -> ChatRequest:
+    """The provider request: rendered history, context folded into the system message,
+    the new instruction last."""
+    messages = branch.msgs.chat_messages(param.progression)
+    if injection:
+        if messages and messages[0]["role"] == "system":
+            messages[0] = {**messages[0], "content": f"{messages[0]['content']}\n\n{injection}"}
+        else:
+            messages.insert(0, {"role": "system", "content": injection})
+    current = ins.chat_msg()
+    if param.include_token_usage_to_model:
+        from ..protocols.tokens import estimate_message_tokens
+
+        used = estimate_message_tokens([*messages, current])
+        note = f"\n\n(This conversation uses about {used} tokens so far.)"
+        if isinstance(current["content"], str):
+            current = {**current, "content": current["content"] + note}
+    messages.append(current)
+    fmt = response_format_spec(param.response_format) or _fields_schema(param.request_fields)
+    if fmt is None and ins.response_format:
+        fmt = {"name": ins.response_format.get("title", "Response"), "schema": ins.response_format}
+    return ChatRequest(
+        messages=messages,
+        tools=_as_openai_tools(param.tool_schemas or ins.tool_schemas),
+        response_format=fmt,
+        options=dict(param.imodel_kw),
+    )
+
+
+def _as_openai_tools(schemas: list[dict] | None) -> list[dict] | None:
+    if not schemas:
+        return None
+    out = []
+    for schema in schemas:
+        if schema.get("type") == "function" and "function" in schema:
+            out.append(schema)
+        else:
+            out.append({"type": "function", "function": schema})
+    return out
+
+
+async def chat(
+    branch: Branch,
+    instruction: Any,
+    chat_param: ChatParam,
+    return_ins_res_message: bool = False,
+) -> tuple[Instruction, AssistantResponse] | str:
+    """Call the model once; record nothing. See the module docstring."""
+    ins = make_instruction(branch, instruction, chat_param)
+    imodel = chat_param.imodel or branch.chat_model
+    try:
+        injection = None
+        if branch._providers:
+            from ..protocols.context_providers import prepare_context
+
+            await prepare_context(branch, ins)
+            injection = branch._context_injection
+        request = build_request(branch, ins, chat_param, injection)
+    finally:
+        branch._context_injection = None
+    call = await imodel.invoke(request)
+    _log_call(branch, imodel, call)
+    if call.status == "failed" or call.response is None:
+        error = call.error
+        raise ExecutionError(f"`{imodel.provider}/{imodel.model}` failed: {error}") from error
+    res = _to_assistant_response(branch, imodel, call.response)
+    if return_ins_res_message:
+        return ins, res
+    return res.response
+
+
+def _to_assistant_response(branch: Branch, imodel: Any, response: Any) -> AssistantResponse:
+    metadata: dict[str, Any] = {
+        "model_response": response.raw,
+        "usage": response.usage,
+        "model": f"{imodel.provider}/{imodel.model}",
+    }
+    if response.tool_calls:
+        metadata["tool_calls"] = [
+            {"id": c.id, "name": c.name, "arguments": c.arguments} for c in response.tool_calls
+        ]
+    return AssistantResponse(
+        response=response.text or "",
+        sender=str(branch.id),
+        recipient=branch.user or "user",
+        metadata=metadata,
+    )
+
+
+def _log_call(branch: Branch, imodel: Any, call: Any) -> None:
+    entry: dict[str, Any] = {
+        "event": "api_call",
+        "provider": imodel.provider,
+        "model": imodel.model,
+        "status": call.status,
+        "duration": call.duration,
+        "messages": len(call.request.messages),
+    }
+    if call.response is not None:
+        entry["usage"] = call.response.usage
+    if call.error is not None:
+        from ..models.secrets import redact
+
+        entry["error"] = redact(f"{type(call.error).__name__}: {call.error}")
+    branch.log_manager.log(entry)

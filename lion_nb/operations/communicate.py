@@ -1,0 +1,92 @@
+"""``communicate``: a recorded model call, then optional parsing (ADR-0021 D3).
+
+Order: clear messages if asked; one `chat`; append the instruction and the response (in that
+order); then return the text (``skip_validation`` or nothing to parse), the parsed
+``response_format`` instance, or the ``request_fields`` mapping with unmatched fields
+removed. Parse failures are wrapped in `ParseError` naming the requested type. The lifecycle
+is the facade's (`observed_run`), not this function's.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ParseError
+from .chat import chat
+from .types import ChatParam, ParseParam
+
+if TYPE_CHECKING:
+    from ..session.branch import Branch
+
+__all__ = ["MAX_PARSE_RETRIES", "clamp_parse_retries", "communicate"]
+
+MAX_PARSE_RETRIES = 5
+
+
+def clamp_parse_retries(value: int) -> int:
+    """Values above 5 warn and become 5 (fewer than 3 is usually enough)."""
+    if value > MAX_PARSE_RETRIES:
+        warnings.warn(
+            f"`num_parse_retries={value}` is above the limit of {MAX_PARSE_RETRIES}; using "
+            f"{MAX_PARSE_RETRIES}. Fewer than 3 retries is usually enough.",
+            UserWarning,
+            stacklevel=3,
+        )
+        return MAX_PARSE_RETRIES
+    return max(0, value)
+
+
+async def communicate(
+    branch: Branch,
+    instruction: Any,
+    chat_param: ChatParam,
+    parse_param: ParseParam | None = None,
+    clear_messages: bool = False,
+    skip_validation: bool = False,
+    request_fields: dict | list[str] | None = None,
+) -> Any:
+    """Record one exchange and return its (parsed) result. See the module docstring."""
+    retries = clamp_parse_retries(parse_param.max_retries) if parse_param is not None else 0
+    if clear_messages:
+        branch.msgs.clear_messages()
+    ins, res = await chat(branch, instruction, chat_param, return_ins_res_message=True)
+    branch.msgs.add_message(instruction=ins)
+    branch.msgs.add_message(assistant_response=res)
+
+    if skip_validation:
+        return res.response
+
+    if parse_param is not None and parse_param.response_format is not None:
+        from .parse import parse_with_details
+
+        target = parse_param.response_format
+        name = getattr(target, "__name__", None) or "the response format"
+        try:
+            value, parse_response = await parse_with_details(
+                branch,
+                res.response,
+                parse_param.with_(max_retries=retries, handle_validation="raise"),
+            )
+        except ValueError as exc:
+            raise ParseError(
+                f"The model's answer could not be parsed into `{name}`: {exc}",
+                target=target,
+                text=res.response,
+            ) from exc
+        if parse_response is not None:
+            res.metadata["original_model_response"] = res.metadata.get("model_response")
+            res.metadata["parse_model_response"] = parse_response
+        return value
+
+    fields = request_fields if request_fields is not None else chat_param.request_fields
+    if fields:
+        from .parse import extract_json, fuzzy_validate_mapping
+
+        keys = list(fields) if not isinstance(fields, dict) else list(fields.keys())
+        data = extract_json(res.response)
+        if not isinstance(data, dict):
+            return res.response
+        return fuzzy_validate_mapping(data, keys, drop_undefined=True)
+
+    return res.response

@@ -1,0 +1,505 @@
+"""``run``: a CLI agent's turn as a recorded stream; ``run_and_collect``: that stream as one
+result (ADR-0021 D3, D4).
+
+`run` is an async generator. A model that is not a CLI agent is rejected with
+`ConfigurationError` (a `ValueError`) before anything is recorded or announced, and does not
+replace the branch's chat model; a CLI model given as ``param.imodel`` becomes the branch's
+chat model. It records and yields the `Instruction` first, then turns the
+provider's `StreamChunk`s into messages, recording each before yielding it:
+
+- ``system`` and ``result`` chunks update the model's provider session id (the next run
+  resumes it); ``thinking`` accumulates into the pending answer's ``metadata["thinking"]``;
+  ``text`` accumulates into the pending answer.
+- Joining text: ``is_delta`` fragments are concatenated as they come; a full (non-delta) block
+  starts a new paragraph, joined to pending text with a blank line (``"\\n\\n"``).
+- The pending answer (text and/or thinking) is recorded as an `AssistantResponse` before a
+  ``tool_use``, at a ``result``, before a failure is raised, and at the end. One stream can
+  therefore yield several answers. Thinking alone before a tool call makes an answer with
+  empty text: the reasoning stays next to the call it led to (and renders, with the call,
+  as one assistant turn).
+- ``tool_use`` becomes an `ActionRequest`; the ``tool_result`` with the same ``tool_id``
+  becomes its `ActionResponse` (linked both ways). Results for unknown or already answered
+  ids are ignored: the agent ran its own tools, nothing is executed here.
+- A ``result`` always closes the pending answer with the result's metadata (usage, cost,
+  session id, ...) merged into it; with no text pending, an empty `AssistantResponse`
+  carries it. So a completed run ends with the answer that holds its usage and cost.
+- An ``error`` chunk with ``metadata["benign_eos"]`` ends the run normally. Any other error
+  (chunk or exception from the provider) stops the provider first, then the received text is
+  recorded and yielded, then a typed `ProviderError` is raised (`CLIError` unless the chunk
+  names an HTTP status); an empty error text reads ``"(empty error)"``.
+
+The prompt is the instruction's rendered text. The branch's system message goes as
+``CLIRequest.system`` on the first turn only: a resumed session already holds it, and CLIs
+without a system flag would otherwise repeat it in the transcript every turn. Context
+providers are applied as for ``chat``; their text goes with every turn's system text.
+
+Deadline: a positive number ``timeout`` in ``{**model.options, **param.imodel_kw}`` is one
+absolute deadline for the whole stream, enforced on each read of the provider (never across
+a ``yield``); when it passes the provider is closed and `ProviderTimeoutError` (a
+`TimeoutError`) raised. Anything else means no deadline.
+
+Cleanup, on every exit (end, failure, cancellation, a consumer that stops early): the provider
+stream is closed (stopping its process), shielded from cancellation; a failure while closing
+is logged and never replaces the exception in flight. Text still pending after a cancellation
+or an abandoned iteration cannot be yielded any more; it is recorded as an `AssistantResponse`
+with ``metadata["partial"] = True``. Lifecycle: one `RunStart`, then one terminal signal after
+cleanup -- `RunEnd` for a completed or abandoned run, `RunFailed` for a failure or a
+cancellation (a cancellation is seen as such only while the run waits on its provider; a
+consumer cancelled elsewhere just stops iterating). Nested turns emit nothing, but clean up.
+
+Persistence (``stream_persist=True`` only): a branch snapshot ``<branch id>.json`` in
+``snapshot_dir`` (default ``persist_dir``) is written once the instruction is recorded and
+rewritten at cleanup; every chunk is appended to ``<branch id>.<run id>.buffer.jsonl`` in
+``persist_dir`` as it arrives. The buffer is removed once the final snapshot is written; if
+that write fails the buffer stays, as the record of what the run received.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from ..errors import (
+    AuthenticationError,
+    BadRequestError,
+    CLIError,
+    ConfigurationError,
+    NotFoundError,
+    OverloadedError,
+    ParseError,
+    PermissionDeniedError,
+    ProviderError,
+    ProviderTimeoutError,
+    RateLimitError,
+    ServerError,
+)
+from ..models.endpoints import CLIRequest
+from ..models.secrets import redact
+from ..models.stream import StreamChunk
+from ..protocols.messages import (
+    ActionRequest,
+    ActionResponse,
+    AssistantResponse,
+    RoledMessage,
+)
+from .chat import make_instruction
+from .types import ChatParam, ParseParam, RunParam
+
+if TYPE_CHECKING:
+    from ..models.imodel import iModel
+    from ..session.branch import Branch
+
+__all__ = ["run", "run_and_collect"]
+
+log = logging.getLogger("lion_nb.operations.run")
+
+CLI_PROVIDERS = ("claude_code", "codex", "gemini_cli", "offline_cli")
+
+
+# -- the stream ----------------------------------------------------------------------------------
+async def run(
+    branch: Branch, instruction: Any, param: RunParam
+) -> AsyncGenerator[RoledMessage, None]:
+    """Stream one CLI agent turn on ``branch``, recording each message before yielding it.
+    See the module docstring for the exact contract."""
+    imodel = param.imodel if param.imodel is not None else branch.chat_model
+    _require_cli(imodel)
+    if param.imodel is not None:
+        branch.chat_model = param.imodel
+
+    from ..session.lifecycle import RunLifecycle
+
+    life = RunLifecycle(branch, "run")
+    turn = _Turn(branch, imodel)
+    store = _Persist(branch, param, life.run_id) if param.stream_persist else None
+    stream: AsyncGenerator[StreamChunk, None] | None = None
+    failure: BaseException | None = None  # a provider failure, raised after the text is yielded
+    error: BaseException | None = None  # what the run ends with
+    started = time.monotonic()
+    await life.start()
+    try:
+        ins = make_instruction(branch, instruction, param)
+        system = await _system_text(branch, ins, imodel)
+        turn.record(instruction=ins)
+        if store is not None:
+            store.open()
+        yield ins
+
+        call_options = dict(param.imodel_kw or {})
+        request = CLIRequest(
+            prompt=ins.rendered,
+            system=system,
+            resume=imodel.provider_session_id or None,
+            images=list(ins.images) if ins.images else None,
+            options=call_options,
+        )
+        timeout = {**imodel.options, **call_options}.get("timeout")
+        stream = imodel.stream_cli(request)
+        deadline = _deadline(timeout)
+        while True:
+            try:
+                chunk = await _next_chunk(stream, deadline, timeout, imodel)
+            except StopAsyncIteration:
+                break
+            except Exception as exc:
+                # a cancellation is no Exception: it goes to the BaseException handler below
+                failure = exc
+                break
+            if store is not None:
+                store.append(chunk)
+            if chunk.type == "error":
+                if not chunk.metadata.get("benign_eos"):
+                    failure = _chunk_error(chunk, imodel)
+                break
+            for message in turn.feed(chunk):
+                yield message
+        if failure is not None:
+            await _close(stream)  # stop the agent before handing over what it said
+        for message in turn.flush():
+            yield message
+        if failure is not None:
+            raise failure
+    except GeneratorExit:
+        error = failure  # stopped while a failure was on its way: the run still failed
+        raise
+    except BaseException as exc:
+        error = exc
+        raise
+    finally:
+        with anyio.CancelScope(shield=True):
+            if stream is not None:
+                await _close(stream)
+            turn.flush_partial()
+            if store is not None:
+                store.finish()
+            _log_run(branch, imodel, turn, error, time.monotonic() - started)
+            if error is None:
+                await life.end(list(turn.recorded))
+            else:
+                await life.fail(error)
+
+
+def _require_cli(imodel: Any) -> None:
+    if getattr(imodel, "is_cli", False):
+        return
+    name = f"{getattr(imodel, 'provider', '?')}/{getattr(imodel, 'model', '?')}"
+    raise ConfigurationError(
+        f"`run` streams CLI agents, and `{name}` is not one. Pass a CLI model, e.g. "
+        f'`chat_model=iModel(provider="claude_code")` (CLI providers: '
+        f"{', '.join(f'`{p}`' for p in CLI_PROVIDERS)}), or use `communicate()` / "
+        "`operate()` for API models."
+    )
+
+
+async def _system_text(branch: Branch, ins: Any, imodel: iModel) -> str | None:
+    parts: list[str] = []
+    if branch.system is not None and not imodel.provider_session_id:
+        parts.append(branch.system.rendered)
+    if branch._providers:
+        from ..protocols.context_providers import prepare_context, take_context_injection
+
+        try:
+            await prepare_context(branch, ins)
+            injection = take_context_injection(branch)
+        finally:
+            branch._context_injection = None
+        if injection:
+            parts.append(injection)
+    text = "\n\n".join(p for p in parts if p.strip())
+    return text or None
+
+
+def _deadline(timeout: Any) -> float | None:
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
+        return None  # not a positive number (NaN included): no deadline
+    return time.monotonic() + float(timeout)
+
+
+async def _next_chunk(
+    stream: AsyncGenerator[StreamChunk, None], deadline: float | None, seconds: Any, imodel: iModel
+) -> StreamChunk:
+    """The next chunk, within what is left of the run's deadline."""
+    if deadline is None:
+        return await stream.__anext__()
+    remaining = deadline - time.monotonic()
+    try:
+        if remaining <= 0:
+            raise TimeoutError
+        with anyio.fail_after(remaining):
+            return await stream.__anext__()
+    except TimeoutError as exc:
+        if isinstance(exc, ProviderError):  # the provider's own deadline
+            raise
+        raise ProviderTimeoutError(
+            f"`{imodel.provider}` did not finish within `timeout={seconds}` s (one deadline "
+            "for the whole run); it was stopped. Give a larger `timeout=`, or `timeout=None` "
+            "for no deadline.",
+            provider=imodel.provider,
+        ) from None
+
+
+async def _close(stream: AsyncGenerator[StreamChunk, None]) -> None:
+    with anyio.CancelScope(shield=True):
+        try:
+            await stream.aclose()
+        except Exception:
+            log.warning("closing the provider stream failed", exc_info=True)
+
+
+_STATUS_ERRORS: dict[int, type[ProviderError]] = {
+    401: AuthenticationError,
+    403: PermissionDeniedError,
+    404: NotFoundError,
+    429: RateLimitError,
+    529: OverloadedError,
+}
+
+
+def _chunk_error(chunk: StreamChunk, imodel: iModel) -> ProviderError:
+    """The typed error for an ``error`` chunk: by HTTP status when the chunk names one."""
+    meta = chunk.metadata
+    text = redact((chunk.content or "").strip()) or "(empty error)"
+    status = meta.get("status", meta.get("api_error_status"))
+    status = status if isinstance(status, int) and not isinstance(status, bool) else None
+    cls: type[ProviderError] = CLIError
+    if status is not None:
+        cls = _STATUS_ERRORS.get(status) or (
+            ServerError if status >= 500 else BadRequestError if status >= 400 else CLIError
+        )
+    return cls(text, provider=imodel.provider, status=status, body=dict(meta))
+
+
+def _log_run(
+    branch: Branch, imodel: iModel, turn: _Turn, error: BaseException | None, took: float
+) -> None:
+    entry: dict[str, Any] = {
+        "event": "cli_run",
+        "provider": imodel.provider,
+        "model": imodel.model,
+        "status": "completed" if error is None else "failed",
+        "duration": took,
+        "messages": len(turn.recorded),
+        "session_id": imodel.provider_session_id,
+    }
+    if turn.usage is not None:
+        entry["usage"] = turn.usage
+    if error is not None:
+        entry["error"] = redact(f"{type(error).__name__}: {error}")
+    try:
+        branch.log_manager.log(entry)
+    except Exception:  # a log problem never changes a run's outcome
+        log.warning("could not log the run", exc_info=True)
+
+
+# -- from chunks to messages -----------------------------------------------------------------------
+class _Text:
+    """Deltas concatenate; a full block starts a new paragraph."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+
+    def add(self, content: str | None, is_delta: bool) -> None:
+        if not content:
+            return
+        if self.parts and not is_delta:
+            self.parts.append("\n\n")
+        self.parts.append(content)
+
+    def take(self) -> str:
+        text = "".join(self.parts)
+        self.parts = []
+        return text
+
+    def __bool__(self) -> bool:
+        return bool(self.parts)
+
+
+class _Turn:
+    """One run's pending answer and tool calls; records every message it produces."""
+
+    def __init__(self, branch: Branch, imodel: iModel):
+        self.branch = branch
+        self.imodel = imodel
+        self.text = _Text()
+        self.thinking = _Text()
+        self.requests: dict[str, ActionRequest] = {}
+        self.recorded: list[RoledMessage] = []
+        self.usage: dict[str, Any] | None = None
+
+    def record(self, **message: Any) -> RoledMessage:
+        recorded = self.branch.msgs.add_message(**message)
+        self.recorded.append(recorded)
+        return recorded
+
+    def feed(self, chunk: StreamChunk) -> list[RoledMessage]:
+        kind = chunk.type
+        if kind in ("system", "result") and chunk.metadata.get("session_id"):
+            self.imodel.provider_session_id = str(chunk.metadata["session_id"])
+        if kind == "thinking":
+            self.thinking.add(chunk.content, chunk.is_delta)
+        elif kind == "text":
+            self.text.add(chunk.content, chunk.is_delta)
+        elif kind == "tool_use":
+            return [*self.flush(), self._request(chunk)]
+        elif kind == "tool_result":
+            return self._response(chunk)
+        elif kind == "result":
+            self.usage = chunk.metadata.get("usage")
+            return [self._answer(dict(chunk.metadata))]
+        return []
+
+    def flush(self) -> list[RoledMessage]:
+        """The pending answer, if anything is pending."""
+        return [self._answer({})] if self.text or self.thinking else []
+
+    def flush_partial(self) -> None:
+        """Record what is pending when it can no longer be yielded."""
+        if self.text or self.thinking:
+            self._answer({"partial": True})
+
+    def _answer(self, extra: dict[str, Any]) -> AssistantResponse:
+        metadata: dict[str, Any] = {"model": f"{self.imodel.provider}/{self.imodel.model}"}
+        if self.thinking:
+            metadata["thinking"] = self.thinking.take()
+        metadata.update(extra)
+        response = AssistantResponse(
+            response=self.text.take(),
+            sender=str(self.branch.id),
+            recipient=self.branch.user or "user",
+            metadata=metadata,
+        )
+        self.record(assistant_response=response)
+        return response
+
+    def _request(self, chunk: StreamChunk) -> ActionRequest:
+        fields: dict[str, Any] = {"call_id": chunk.tool_id} if chunk.tool_id else {}
+        request = ActionRequest(
+            function=chunk.tool_name or "(unnamed tool)",
+            arguments=dict(chunk.tool_input or {}),
+            sender=str(self.branch.id),
+            recipient=self.imodel.provider,
+            **fields,
+        )
+        if chunk.tool_id:
+            self.requests[chunk.tool_id] = request
+        self.record(action_request=request)
+        return request
+
+    def _response(self, chunk: StreamChunk) -> list[RoledMessage]:
+        request = self.requests.get(chunk.tool_id or "")
+        if request is None or request.action_response_id is not None:
+            return []  # not a call of this run, or already answered
+        response = ActionResponse(
+            function=request.function,
+            arguments=dict(request.arguments),
+            output=chunk.tool_output,
+            is_error=chunk.is_error,
+            call_id=request.call_id,
+            action_request_id=str(request.id),
+            sender=self.imodel.provider,
+            recipient=str(self.branch.id),
+        )
+        request.action_response_id = str(response.id)
+        self.record(action_response=response)
+        return [response]
+
+
+# -- persistence ---------------------------------------------------------------------------------
+class _Persist:
+    """Snapshot + chunk buffer of one run (see the module docstring)."""
+
+    def __init__(self, branch: Branch, param: RunParam, run_id: str):
+        self.branch = branch
+        buffer_dir = Path(param.persist_dir).expanduser()
+        snapshot_dir = Path(param.snapshot_dir or param.persist_dir).expanduser()
+        self.snapshot = snapshot_dir / f"{branch.id}.json"
+        self.buffer = buffer_dir / f"{branch.id}.{run_id}.buffer.jsonl"
+        self._file: Any = None
+
+    def open(self) -> None:
+        self._write_snapshot()
+        self.buffer.parent.mkdir(parents=True, exist_ok=True)
+        self._file = open(self.buffer, "a", encoding="utf-8")  # noqa: SIM115 - closed in finish()
+
+    def append(self, chunk: StreamChunk) -> None:
+        self._file.write(chunk.model_dump_json() + "\n")
+        self._file.flush()
+
+    def finish(self) -> None:
+        if self._file is None:
+            return
+        try:
+            self._file.close()
+            self._write_snapshot()
+        except Exception:
+            log.warning(
+                "the final snapshot of run buffer `%s` failed; the buffer is kept",
+                self.buffer,
+                exc_info=True,
+            )
+            return
+        self.buffer.unlink(missing_ok=True)
+
+    def _write_snapshot(self) -> None:
+        self.snapshot.parent.mkdir(parents=True, exist_ok=True)
+        data = json.dumps(self.branch.to_dict(mode="json"), ensure_ascii=False, default=str)
+        tmp = self.snapshot.with_name(self.snapshot.name + ".tmp")
+        tmp.write_text(data, encoding="utf-8")
+        os.replace(tmp, self.snapshot)
+
+
+# -- collection ----------------------------------------------------------------------------------
+async def run_and_collect(
+    branch: Branch,
+    instruction: Any,
+    chat_param: ChatParam,
+    parse_param: ParseParam | None = None,
+    clear_messages: bool = False,
+    skip_validation: bool = False,
+) -> Any:
+    """Consume `run` and return the answers' texts joined by blank lines (``None`` when the
+    agent said nothing), parsed once into ``parse_param.response_format`` unless
+    ``skip_validation``. This is the CLI `Middle`."""
+    if clear_messages:
+        branch.msgs.clear_messages()
+    param = chat_param if isinstance(chat_param, RunParam) else RunParam(**chat_param.as_dict())
+    texts: list[str] = []
+    last: AssistantResponse | None = None
+    async with aclosing(run(branch, instruction, param)) as stream:
+        async for message in stream:
+            if isinstance(message, AssistantResponse) and message.response.strip():
+                texts.append(message.response)
+                last = message
+    if not texts:
+        return None
+    text = "\n\n".join(texts)
+    if skip_validation or parse_param is None or parse_param.response_format is None:
+        return text
+
+    from .communicate import clamp_parse_retries
+    from .parse import parse_with_details
+
+    target = parse_param.response_format
+    name = getattr(target, "__name__", None) or "the response format"
+    retries = clamp_parse_retries(parse_param.max_retries)
+    try:
+        value, parse_response = await parse_with_details(
+            branch, text, parse_param.with_(max_retries=retries, handle_validation="raise")
+        )
+    except ValueError as exc:
+        raise ParseError(
+            f"The agent's answer could not be parsed into `{name}`: {exc}", target=target, text=text
+        ) from exc
+    if parse_response is not None and last is not None:
+        last.metadata["parse_model_response"] = parse_response
+    return value

@@ -1,0 +1,440 @@
+"""Tools a model may call, and a branch's registry of them.
+
+A `Tool` derives what a provider needs from the Python object itself: the name, the
+description (the docstring's first paragraph) and the JSON schema of its parameters, built
+by pydantic from the signature, with each parameter described by the docstring's
+``Args:`` (Google), ``Parameters`` (NumPy) or ``:param:`` (Sphinx) entries. Calling a tool
+validates and coerces the model's arguments first, so the function receives the types it
+declares, and a bad argument fails with a message the model can act on.
+
+`ActionManager` is the registry. Its ``invoke`` never raises for a tool's failure: an
+unknown tool, bad arguments or an exception inside the tool becomes an `ActionResponse`
+with ``is_error=True`` that goes back to the model like any other result. Cancellation is
+not a failure and propagates.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+import logging
+import re
+import time
+import types
+import typing
+from collections.abc import Callable, Iterable, Iterator
+from typing import Annotated, Any
+
+import anyio.to_thread
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic.fields import FieldInfo
+
+from ..errors import ItemExistsError, ItemNotFoundError
+from ._docstrings import docstring_of, first_paragraph, param_docs
+from .messages import ActionRequest, ActionResponse
+
+__all__ = ["ActionManager", "Tool"]
+
+logger = logging.getLogger("lion_nb.actions")
+
+_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+class Tool:
+    """A callable a model may use: ``Tool(search)`` or ``Tool(WeatherQuery)``.
+
+    ``name`` and ``description`` default to the function's (or model's) name and the first
+    paragraph of its docstring. Sync functions run inline; ``run_in_thread=True`` runs them
+    in a worker thread so a slow one does not block the event loop.
+    """
+
+    __test__ = False
+
+    def __init__(
+        self,
+        func_callable: Callable[..., Any] | type[BaseModel],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        run_in_thread: bool = False,
+    ):
+        if isinstance(func_callable, Tool):
+            func_callable = func_callable.func_callable
+        self._is_model = isinstance(func_callable, type) and issubclass(func_callable, BaseModel)
+        if not self._is_model and not callable(func_callable):
+            shown = repr(func_callable)
+            shown = shown if len(shown) <= 60 else shown[:57] + "..."
+            raise TypeError(
+                f"`{shown}` ({type(func_callable).__name__}) cannot be a tool: pass a function "
+                "or a pydantic model class."
+            )
+        self.func_callable = func_callable
+        self.run_in_thread = run_in_thread
+        target = _unwrap(func_callable)
+        self.name: str = name or getattr(target, "__name__", type(target).__name__)
+        if not _NAME.match(self.name):
+            raise ValueError(
+                f"`{self.name}` is not a valid tool name (letters, digits, `_` and `-`, at "
+                "most 64): pass `name=`."
+            )
+        doc = docstring_of(target)
+        docs = param_docs(doc)
+        self.description: str = description if description is not None else first_paragraph(doc)
+        self._positional: list[str] = []
+        self._fields: dict[str, str] = {}  # parameter name -> field name of the arguments model
+        self._var_keyword = False
+        if self._is_model:
+            self._model: type[BaseModel] = func_callable  # type: ignore[assignment]
+        else:
+            self._model = self._arguments_model(target, docs)
+        try:
+            parameters = self._model.model_json_schema()
+        except Exception as exc:
+            raise TypeError(
+                f"Tool `{self.name}`: its parameters have no JSON schema ({exc}). Annotate "
+                "them with JSON-compatible types (str, int, float, bool, lists, dicts, pydantic "
+                "models)."
+            ) from exc
+        parameters.pop("description", None)
+        _describe_properties(parameters, docs)
+        self.schema: dict[str, Any] = {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": _strip_titles(parameters),
+            },
+        }
+
+    def _arguments_model(self, func: Any, docs: dict[str, str]) -> type[BaseModel]:
+        try:
+            signature = inspect.signature(self.func_callable)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(
+                f"Tool `{self.name}`: its signature cannot be read; wrap it in a typed function."
+            ) from exc
+        hints = _type_hints(func)
+        fields: dict[str, Any] = {}
+        for i, param in enumerate(signature.parameters.values()):
+            if param.kind is param.VAR_KEYWORD:
+                self._var_keyword = True
+                continue
+            if param.kind is param.VAR_POSITIONAL:
+                continue
+            if param.kind is param.POSITIONAL_ONLY:
+                self._positional.append(param.name)
+            annotation = hints.get(param.name, param.annotation)
+            if isinstance(annotation, str):
+                annotation = _resolve(annotation, func)
+            if annotation is param.empty:
+                annotation = Any
+            extra = {"description": docs[param.name]} if param.name in docs else {}
+            default = param.default
+            if isinstance(default, FieldInfo):  # ``x: int = Field(3, ge=0)``: keep it whole
+                annotation = Annotated[annotation, default]
+                if default.description is not None:
+                    extra = {}
+                info = Field(alias=param.name, **extra)
+            else:
+                value = ... if default is param.empty else default
+                info = Field(value, alias=param.name, **extra)
+            key = f"p{i}"  # field names never clash with BaseModel attributes
+            self._fields[param.name] = key
+            fields[key] = (annotation, info)
+        config = ConfigDict(
+            extra="allow" if self._var_keyword else "forbid", arbitrary_types_allowed=True
+        )
+        try:
+            return create_model(f"{self.name}_arguments", __config__=config, **fields)
+        except Exception as exc:
+            raise TypeError(
+                f"Tool `{self.name}`: its parameters cannot be validated ({exc})."
+            ) from exc
+
+    # -- identity ------------------------------------------------------------------------------
+    @property
+    def function(self) -> str:
+        """The tool's name (the name a model calls it by)."""
+        return self.name
+
+    @property
+    def tool_schema(self) -> dict[str, Any]:
+        return self.schema
+
+    def __repr__(self) -> str:
+        return f"Tool(name={self.name!r})"
+
+    # -- calling ---------------------------------------------------------------------------------
+    def validate(self, arguments: dict[str, Any] | str | None) -> BaseModel:
+        """The arguments checked and coerced; ``ValueError`` naming each bad argument."""
+        if arguments is None:
+            arguments = {}
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments or "{}")
+            except ValueError as exc:
+                raise ValueError(f"Arguments for `{self.name}` are not valid JSON: {exc}") from None
+        if not isinstance(arguments, dict):
+            raise ValueError(
+                f"Arguments for `{self.name}` must be a JSON object; got "
+                f"{type(arguments).__name__}."
+            )
+        try:
+            return self._model.model_validate(arguments)
+        except ValidationError as exc:
+            raise ValueError(self._explain(exc)) from None
+
+    async def call(self, arguments: dict[str, Any] | str | None = None) -> Any:
+        """Validate ``arguments`` and run the tool; a model tool returns its validated instance."""
+        values = self.validate(arguments)
+        if self._is_model:
+            return values
+        keyword = {name: getattr(values, key) for name, key in self._fields.items()}
+        keyword.update(values.model_extra or {})
+        positional = [keyword.pop(name) for name in self._positional]
+        func = self.func_callable
+        if self.run_in_thread and not _is_async(func):
+            result = await anyio.to_thread.run_sync(functools.partial(func, *positional, **keyword))
+        else:
+            result = func(*positional, **keyword)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+    def _explain(self, exc: ValidationError) -> str:
+        props = self.schema["function"]["parameters"].get("properties", {})
+        problems = []
+        for err in exc.errors(include_url=False):
+            loc = err["loc"]
+            where = ".".join(str(p) for p in loc) or "arguments"
+            expected = _expected(props.get(loc[0])) if len(loc) == 1 and loc[0] in props else ""
+            if err["type"] == "missing":
+                problems.append(
+                    f"`{where}` is required" + (f" (expected {expected})" if expected else "")
+                )
+            elif err["type"] == "extra_forbidden":
+                takes = ", ".join(props) or "no arguments"
+                problems.append(f"`{where}` is not a parameter (it takes: {takes})")
+            else:
+                got = repr(err.get("input"))
+                got = got if len(got) <= 40 else got[:37] + "..."
+                tail = f"; expected {expected}" if expected else ""
+                problems.append(f"`{where}`: {err['msg']} (got {got}{tail})")
+        return f"Invalid arguments for `{self.name}`: " + "; ".join(problems) + "."
+
+
+class ActionManager:
+    """A branch's tools by name: register, describe to a model, invoke."""
+
+    def __init__(self, tools: Any = None):
+        self.registry: dict[str, Tool] = {}
+        if tools:
+            self.register_tools(tools)
+
+    def register_tool(self, tool: Any, update: bool = False) -> Tool:
+        """Add one tool (a `Tool`, a function or a pydantic model class)."""
+        return self.register_tools([tool], update=update)[0]
+
+    def register_tools(self, tools: Any, update: bool = False) -> list[Tool]:
+        """Add several tools at once; nothing is added if any of them is a duplicate."""
+        single = isinstance(tools, Tool) or callable(tools) or not _iterable(tools)
+        items = [tools] if single else list(tools)
+        built = [t if isinstance(t, Tool) else Tool(t) for t in items]
+        seen: set[str] = set()
+        for tool in built:
+            if not update and (tool.name in self.registry or tool.name in seen):
+                raise ItemExistsError(
+                    f"Tool `{tool.name}` is already registered; pass `update=True` to replace it."
+                )
+            seen.add(tool.name)
+        for tool in built:
+            self.registry[tool.name] = tool
+        return built
+
+    def remove_tool(self, tool: Any) -> Tool:
+        """Remove a tool by name (or the tool or function itself) and return it."""
+        return self.registry.pop(self._lookup(tool).name)
+
+    def get_tool(self, tool: Any) -> Tool:
+        return self._lookup(tool)
+
+    def _lookup(self, tool: Any) -> Tool:
+        name = _name_of(tool)
+        if name not in self.registry:
+            known = ", ".join(f"`{n}`" for n in self.registry) or "none"
+            raise ItemNotFoundError(
+                f"Tool `{name}` is not registered (registered: {known}); register it with "
+                "`register_tool()` first."
+            )
+        return self.registry[name]
+
+    def __contains__(self, tool: Any) -> bool:
+        try:
+            return _name_of(tool) in self.registry
+        except TypeError:
+            return False
+
+    def __len__(self) -> int:
+        return len(self.registry)
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(list(self.registry.values()))
+
+    def __repr__(self) -> str:
+        return f"ActionManager(tools={list(self.registry)})"
+
+    @property
+    def schema_list(self) -> list[dict[str, Any]]:
+        return [tool.schema for tool in self.registry.values()]
+
+    def get_tool_schema(self, tools: Any = True) -> list[dict[str, Any]]:
+        """Schemas to offer a model: ``True`` for all, or a name, a tool, or a list of them."""
+        if tools is True:
+            return self.schema_list
+        if tools is None or tools is False:
+            return []
+        if isinstance(tools, (str, Tool)) or callable(tools):
+            tools = [tools]
+        chosen: dict[str, dict[str, Any]] = {}
+        for item in tools:
+            tool = self._lookup(item)
+            chosen.setdefault(tool.name, tool.schema)
+        return list(chosen.values())
+
+    async def invoke(self, request: ActionRequest | dict[str, Any]) -> ActionResponse:
+        """Run the requested tool. Any failure is the response's output, never raised."""
+        if isinstance(request, dict):
+            request = ActionRequest.model_validate(request)
+        start = time.perf_counter()
+        try:
+            output: Any = _plain(await self._lookup(request.function).call(request.arguments))
+            is_error = False
+        except Exception as exc:
+            logger.debug("tool `%s` failed", request.function, exc_info=True)
+            output, is_error = {"error": f"{type(exc).__name__}: {exc}"}, True
+        response = ActionResponse(
+            function=request.function,
+            arguments=dict(request.arguments),
+            output=output,
+            call_id=request.call_id,
+            action_request_id=str(request.id),
+            is_error=is_error,
+            metadata={"duration": time.perf_counter() - start},
+        )
+        request.action_response_id = str(response.id)
+        return response
+
+
+# -- helpers ------------------------------------------------------------------------------------
+def _unwrap(obj: Any) -> Any:
+    while isinstance(obj, functools.partial):
+        obj = obj.func
+    return obj
+
+
+def _type_hints(func: Any) -> dict[str, Any]:
+    """Resolved annotations of a function, a class's ``__init__`` or an object's ``__call__``."""
+    hints: dict[str, Any] = {}
+    sources = [func]
+    if not inspect.isroutine(func):
+        sources.insert(0, getattr(func, "__init__" if isinstance(func, type) else "__call__"))
+    for source in sources:
+        try:
+            hints.update(typing.get_type_hints(source, include_extras=True))
+        except Exception:  # one unresolvable name: resolve the others one by one
+            pass
+    return hints
+
+
+def _resolve(annotation: str, func: Any) -> Any:
+    """One postponed annotation evaluated in the function's module; ``Any`` if it cannot be."""
+    holder = types.SimpleNamespace(__annotations__={"x": annotation})
+    owners = (func, getattr(func, "__init__", None), type(func).__call__)
+    namespace = next((o.__globals__ for o in owners if hasattr(o, "__globals__")), {})
+    try:
+        return typing.get_type_hints(holder, globalns=namespace, include_extras=True)["x"]
+    except Exception:
+        return Any
+
+
+def _is_async(func: Any) -> bool:
+    func = _unwrap(func)
+    return inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(
+        getattr(func, "__call__", None)  # noqa: B004 - a callable object's own __call__
+    )
+
+
+def _name_of(tool: Any) -> str:
+    if isinstance(tool, str):
+        return tool
+    if isinstance(tool, Tool):
+        return tool.name
+    target = _unwrap(tool)
+    name = getattr(target, "__name__", None)
+    if name is None and callable(target):
+        name = type(target).__name__
+    if not isinstance(name, str):
+        raise TypeError(f"`{tool!r}` is not a tool: give a tool name, a Tool or a function.")
+    return name
+
+
+def _plain(value: Any) -> Any:
+    """Tool output as plain data: pydantic models become dicts, tuples lists."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _describe_properties(schema: dict[str, Any], docs: dict[str, str]) -> None:
+    for name, prop in (schema.get("properties") or {}).items():
+        if isinstance(prop, dict) and name in docs and "description" not in prop:
+            prop["description"] = docs[name]
+
+
+_VALUES = {"default", "const", "enum", "examples"}
+
+
+def _strip_titles(node: Any, mapping: bool = False) -> Any:
+    """The schema without pydantic's generated titles (``title`` properties are kept)."""
+    if isinstance(node, dict):
+        if mapping:
+            return {k: _strip_titles(v) for k, v in node.items()}
+        return {
+            k: v if k in _VALUES else _strip_titles(v, k in ("properties", "$defs", "definitions"))
+            for k, v in node.items()
+            if not (k == "title" and isinstance(v, str))
+        }
+    if isinstance(node, list):
+        return [_strip_titles(v) for v in node]
+    return node
+
+
+def _expected(prop: Any) -> str:
+    """What a parameter's schema asks for, in a few words."""
+    if not isinstance(prop, dict):
+        return ""
+    if "enum" in prop:
+        return "one of " + ", ".join(json.dumps(v) for v in prop["enum"])
+    if "const" in prop:
+        return json.dumps(prop["const"])
+    if "$ref" in prop:
+        return prop["$ref"].rsplit("/", 1)[-1] + " object"
+    for key in ("anyOf", "oneOf"):
+        if key in prop:
+            return " or ".join(filter(None, (_expected(p) for p in prop[key])))
+    kind = prop.get("type", "")
+    if kind == "array" and isinstance(prop.get("items"), dict):
+        inner = _expected(prop["items"])
+        return f"array of {inner}" if inner else "array"
+    if prop.get("format"):
+        return f"{kind} ({prop['format']})"
+    return kind if isinstance(kind, str) else " or ".join(kind)
+
+
+def _iterable(value: Any) -> bool:
+    return isinstance(value, Iterable) and not isinstance(value, (str, bytes, dict))

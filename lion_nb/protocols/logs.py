@@ -1,0 +1,218 @@
+"""A branch's activity log: `Log` entries in a bounded in-memory `Pile`, written out on request.
+
+Logs stay in memory by default. A notebook's folder must never fill up with files nobody
+asked for, so nothing is written unless a path is passed to `DataLogger.dump` or the config
+names a ``persist_dir``; dumping with neither is a `ConfigurationError`, not a silent default
+location.
+
+``capacity`` bounds memory: past it, the logger flushes everything to ``persist_dir`` when
+one is configured, and otherwise drops the oldest entries. With ``auto_save_on_exit`` (which
+needs ``persist_dir``) what is still in memory is written when the process exits.
+
+Every dump (a file or ``to_dict``) passes log content through `redact`, and values under
+key-like names (``api_key``, ``authorization``...) are masked, so a key that slipped into
+a log entry is not written down.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import logging
+import re
+import time
+import weakref
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+from uuid import uuid4
+
+import anyio.to_thread
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic_core import to_jsonable_python
+
+from ..errors import ConfigurationError
+from ..models.secrets import redact
+from .element import Element
+from .pile import Pile
+
+__all__ = ["DataLogger", "DataLoggerConfig", "Log"]
+
+logger = logging.getLogger("lion_nb.logs")
+
+_SECRET_KEY = re.compile(r"(?i)^(x-api-key|api[-_]?key|authorization|password|secret)$")
+
+
+class Log(Element):
+    """One logged event: free-form ``content``, with the Element's id and timestamp."""
+
+    content: dict[str, Any] = Field(default_factory=dict)
+
+
+class DataLoggerConfig(BaseModel):
+    """Where (if anywhere) logs are written and how many are kept in memory."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    persist_dir: str | Path | None = None
+    capacity: int | None = Field(default=1000, gt=0)
+    extension: str = ".jsonl"
+    auto_save_on_exit: bool = False
+
+    @field_validator("extension")
+    @classmethod
+    def _dot(cls, v: str) -> str:
+        v = v.strip()
+        if not v.strip("."):
+            raise ValueError("`extension` must name a file extension, such as `.jsonl`")
+        return v if v.startswith(".") else "." + v
+
+
+def _scrub(value: Any) -> Any:
+    """``value`` with secrets redacted from every string and key-named values masked."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {
+            k: "****" if isinstance(k, str) and _SECRET_KEY.match(k) and v else _scrub(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_scrub(v) for v in value]
+    return value
+
+
+def _dump_log(log: Log) -> dict[str, Any]:
+    data = to_jsonable_python(log.model_dump(), fallback=str)
+    data["content"] = _scrub(data.get("content"))
+    return data
+
+
+def _save_at_exit(ref: weakref.ref[DataLogger]) -> None:
+    data_logger = ref()
+    if data_logger is None or not data_logger.logs:
+        return
+    try:
+        data_logger.dump()
+    except Exception:
+        logger.warning("could not save logs at exit", exc_info=True)
+
+
+class DataLogger:
+    """Collects `Log` entries for one branch; writes JSON Lines only when told where."""
+
+    def __init__(
+        self,
+        config: DataLoggerConfig | Mapping[str, Any] | None = None,
+        logs: Pile[Log] | Iterable[Log | Mapping[str, Any]] | None = None,
+    ):
+        if config is None:
+            config = DataLoggerConfig()
+        elif not isinstance(config, DataLoggerConfig):
+            config = DataLoggerConfig(**config)
+        if config.auto_save_on_exit and config.persist_dir is None:
+            raise ConfigurationError(
+                "`auto_save_on_exit=True` needs somewhere to write: set `persist_dir` too."
+            )
+        self.config = config
+        if isinstance(logs, Pile):
+            self.logs: Pile[Log] = logs  # the caller's pile, by identity
+        else:
+            self.logs = Pile(
+                (
+                    item if isinstance(item, Log) else Log.model_validate(item)
+                    for item in logs or ()
+                ),
+                item_type=Log,
+            )
+        if config.auto_save_on_exit:
+            atexit.register(_save_at_exit, weakref.ref(self))
+
+    @property
+    def persistent(self) -> bool:
+        """Whether `dump` without a path has somewhere to write."""
+        return self.config.persist_dir is not None
+
+    def log(self, content: Mapping[str, Any] | BaseModel | Log) -> Log:
+        """Record one entry and keep memory within ``capacity``."""
+        if isinstance(content, Log):
+            entry = content
+        elif isinstance(content, BaseModel):
+            entry = Log(content=content.model_dump())
+        elif isinstance(content, Mapping):
+            entry = Log(content=dict(content))
+        else:
+            raise TypeError(
+                f"`DataLogger.log` takes a dict (or a pydantic model), got "
+                f"`{type(content).__name__}`; wrap it, e.g. `{{'value': ...}}`."
+            )
+        self.logs.append(entry)
+        capacity = self.config.capacity
+        if capacity is not None and len(self.logs) > capacity:
+            if self.persistent:
+                try:
+                    self.dump(clear=True)
+                except OSError:
+                    logger.warning("could not flush logs to `persist_dir`", exc_info=True)
+            while len(self.logs) > capacity:  # no persist_dir, or the flush failed
+                self.logs.remove(self.logs[0])
+        return entry
+
+    def _target(self, path: str | Path | None) -> Path:
+        if path is not None:
+            target = Path(path)
+            if target.is_dir():
+                target = target / self._file_name()
+            return target
+        if self.config.persist_dir is None:
+            raise ConfigurationError(
+                "`DataLogger.dump`: there is nowhere to write. Pass `path=`, or set "
+                "`persist_dir` in the logger config (logs stay in memory otherwise)."
+            )
+        return Path(self.config.persist_dir) / self._file_name()
+
+    def _file_name(self) -> str:
+        stamp = time.strftime("%Y%m%dT%H%M%S")
+        return f"log_{stamp}_{uuid4().hex[:8]}{self.config.extension}"
+
+    def dump(self, path: str | Path | None = None, clear: bool = True) -> Path | None:
+        """Append the logs as JSON Lines to ``path`` (or a new file in ``persist_dir``).
+
+        Returns the file written, or ``None`` when there was nothing to write.
+        """
+        target = self._target(path)
+        if not self.logs:
+            return None
+        lines = [json.dumps(_dump_log(log), ensure_ascii=False) for log in self.logs]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with target.open("a", encoding="utf-8") as fh:
+            fh.write("\n".join(lines) + "\n")
+        if clear:
+            self.logs.clear()
+        return target
+
+    async def adump(self, path: str | Path | None = None, clear: bool = True) -> Path | None:
+        """`dump` in a worker thread, so the event loop is not blocked by file writes."""
+        return await anyio.to_thread.run_sync(lambda: self.dump(path, clear))
+
+    def clear(self) -> None:
+        self.logs.clear()
+
+    def __len__(self) -> int:
+        return len(self.logs)
+
+    def __repr__(self) -> str:
+        where = self.config.persist_dir or "memory"
+        return f"DataLogger(logs={len(self.logs)}, to={str(where)!r})"
+
+    def to_dict(self, mode: str = "python") -> dict[str, Any]:
+        """The config and the logs (secrets redacted) as plain data."""
+        config = self.config.model_dump(mode="json")
+        return {"config": config, "logs": self.logs.to_dict(mode=mode, dump=_dump_log)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> DataLogger:
+        """Rebuild from `to_dict` output."""
+        logs = data.get("logs")
+        pile = Pile.from_dict(logs, Log.model_validate, item_type=Log) if logs else None
+        return cls(config=data.get("config"), logs=pile)

@@ -1,0 +1,294 @@
+"""The conversation's messages: a tagged union on ``kind``, saved and loaded by one adapter.
+
+``kind`` says what a message *is* (system, instruction, assistant_response, action_request,
+action_response); ``role`` says who speaks it on the wire. Every message can render itself
+as readable text (``rendered``) and as one OpenAI-style chat message (``chat_msg``), the
+lingua franca that every endpoint translates from.
+
+A message keeps a private revision counter that any public-field assignment bumps, so request
+rendering can cache by ``(id, revision)`` and never re-render an unchanged history.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from enum import Enum
+from typing import Annotated, Any, ClassVar, Literal, Union
+from uuid import UUID, uuid4
+
+from pydantic import ConfigDict, Field, TypeAdapter, field_validator
+
+from .element import Element
+
+__all__ = [
+    "ActionRequest",
+    "ActionResponse",
+    "AssistantResponse",
+    "Instruction",
+    "MessageRole",
+    "RoledMessage",
+    "System",
+    "dump_message",
+    "load_message",
+]
+
+
+class MessageRole(str, Enum):
+    SYSTEM = "system"
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL = "tool"
+
+
+#: bumped by every field assignment on any message; lets a renderer skip revision checks
+#: entirely while nothing was edited in place.
+MUTATIONS = [0]
+
+
+def _to_text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+class RoledMessage(Element):
+    """Base of every message: who sent it, to whom, and how it renders."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, defer_build=True)
+
+    role: ClassVar[MessageRole] = MessageRole.USER
+    kind: str
+    sender: str | None = None
+    recipient: str | None = None
+
+    # Not a PrivateAttr: pydantic's private-attribute setup would double construction cost.
+    _rev: ClassVar[int] = 0
+
+    @field_validator("sender", "recipient", mode="before")
+    @classmethod
+    def _ref_to_str(cls, v: Any) -> Any:
+        if v is None or isinstance(v, str):
+            return v
+        if isinstance(v, UUID):
+            return str(v)
+        if isinstance(v, Element):
+            return str(v.id)
+        if isinstance(v, MessageRole):
+            return v.value
+        return str(v)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        super().__setattr__(name, value)
+        if name[0] != "_":
+            self.__dict__["_rev"] = self.__dict__.get("_rev", 0) + 1
+            MUTATIONS[0] += 1
+
+    @property
+    def revision(self) -> int:
+        return self.__dict__.get("_rev", 0)
+
+    @property
+    def rendered(self) -> str:
+        """The message as readable text."""
+        raise NotImplementedError
+
+    def chat_msg(self) -> dict[str, Any]:
+        """The message as one OpenAI-style chat message."""
+        return {"role": self.role.value, "content": self.rendered}
+
+    def clone(self, *, sender: str | None = None, recipient: str | None = None) -> RoledMessage:
+        """A copy with a new identity; ``metadata["clone_from"]`` names the original."""
+        data = self.model_dump(exclude={"id", "created_at"})
+        data["metadata"] = {**data.get("metadata", {}), "clone_from": str(self.id)}
+        if sender is not None:
+            data["sender"] = sender
+        if recipient is not None:
+            data["recipient"] = recipient
+        return type(self).model_validate(data)
+
+    def __repr__(self) -> str:
+        text = self.rendered
+        short = text if len(text) <= 60 else text[:57] + "..."
+        return f"{type(self).__name__}({short!r})"
+
+
+class System(RoledMessage):
+    """The system prompt, optionally stamped with the date and time it was written."""
+
+    role: ClassVar[MessageRole] = MessageRole.SYSTEM
+    kind: Literal["system"] = "system"
+    system_message: str = ""
+    system_datetime: str | None = None
+
+    @property
+    def rendered(self) -> str:
+        if self.system_datetime:
+            return f"System time: {self.system_datetime}\n\n{self.system_message}"
+        return self.system_message
+
+
+class Instruction(RoledMessage):
+    """What the user asks, with its guidance, context and the shape the answer must take."""
+
+    role: ClassVar[MessageRole] = MessageRole.USER
+    kind: Literal["instruction"] = "instruction"
+    instruction: Any = None
+    guidance: Any = None
+    context: Any = None
+    request_fields: dict[str, Any] | None = None
+    response_format: dict[str, Any] | None = None  # a JSON schema
+    tool_schemas: list[dict[str, Any]] | None = None
+    images: list[str] | None = None
+    image_detail: Literal["low", "high", "auto"] | None = None
+    plain_content: str | None = None
+
+    @property
+    def rendered(self) -> str:
+        if self.plain_content is not None:
+            return self.plain_content
+        parts: list[str] = []
+        if self.instruction not in (None, ""):
+            parts.append(_to_text(self.instruction))
+        if self.guidance not in (None, ""):
+            parts.append("Guidance:\n" + _to_text(self.guidance))
+        if self.context not in (None, "", [], {}):
+            parts.append("Context:\n" + _to_text(self.context))
+        if self.response_format:
+            parts.append(
+                "Respond with one JSON object that matches this JSON schema:\n```json\n"
+                + json.dumps(self.response_format, ensure_ascii=False)
+                + "\n```"
+            )
+        elif self.request_fields:
+            parts.append(
+                "Respond with one JSON object with these fields:\n```json\n"
+                + json.dumps(self.request_fields, ensure_ascii=False, default=str)
+                + "\n```"
+            )
+        return "\n\n".join(parts)
+
+    def chat_msg(self) -> dict[str, Any]:
+        text = self.rendered
+        if not self.images:
+            return {"role": "user", "content": text}
+        content: list[dict[str, Any]] = [{"type": "text", "text": text}]
+        for url in self.images:
+            image = {"url": url}
+            if self.image_detail:
+                image["detail"] = self.image_detail
+            content.append({"type": "image_url", "image_url": image})
+        return {"role": "user", "content": content}
+
+
+class AssistantResponse(RoledMessage):
+    """What the model said. The raw provider response and usage live in ``metadata``."""
+
+    role: ClassVar[MessageRole] = MessageRole.ASSISTANT
+    kind: Literal["assistant_response"] = "assistant_response"
+    response: str = ""
+
+    @property
+    def rendered(self) -> str:
+        return self.response
+
+    @property
+    def model_response(self) -> Any:
+        return self.metadata.get("model_response")
+
+    @property
+    def usage(self) -> dict[str, Any] | None:
+        return self.metadata.get("usage")
+
+
+def _new_call_id() -> str:
+    return "call_" + uuid4().hex[:24]
+
+
+class ActionRequest(RoledMessage):
+    """The model asks for one tool call."""
+
+    role: ClassVar[MessageRole] = MessageRole.ASSISTANT
+    kind: Literal["action_request"] = "action_request"
+    function: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    call_id: str = Field(default_factory=_new_call_id)
+    action_response_id: str | None = None
+
+    @property
+    def rendered(self) -> str:
+        return f"{self.function}({json.dumps(self.arguments, ensure_ascii=False, default=str)})"
+
+    @property
+    def is_responded(self) -> bool:
+        return self.action_response_id is not None
+
+    def chat_msg(self) -> dict[str, Any]:
+        return {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": self.call_id,
+                    "type": "function",
+                    "function": {
+                        "name": self.function,
+                        "arguments": json.dumps(self.arguments, ensure_ascii=False, default=str),
+                    },
+                }
+            ],
+        }
+
+
+class ActionResponse(RoledMessage):
+    """The result (or contained error) of one tool call."""
+
+    role: ClassVar[MessageRole] = MessageRole.TOOL
+    kind: Literal["action_response"] = "action_response"
+    function: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    output: Any = None
+    call_id: str = ""
+    action_request_id: str | None = None
+    is_error: bool = False
+
+    @property
+    def rendered(self) -> str:
+        return _to_text(self.output)
+
+    def chat_msg(self) -> dict[str, Any]:
+        return {"role": "tool", "tool_call_id": self.call_id, "content": self.rendered}
+
+
+AnyMessage = Annotated[
+    Union[System, Instruction, AssistantResponse, ActionRequest, ActionResponse],
+    Field(discriminator="kind"),
+]
+
+
+@functools.cache
+def _adapter(many: bool = False) -> TypeAdapter[Any]:
+    """Built on first use (building it costs milliseconds; importing must not)."""
+    return TypeAdapter(list[AnyMessage] if many else AnyMessage)
+
+
+def load_message(data: dict[str, Any] | RoledMessage) -> RoledMessage:
+    """Any saved message back as its own class (the ``kind`` field picks it)."""
+    if isinstance(data, RoledMessage):
+        return data
+    return _adapter().validate_python(data)
+
+
+def load_messages(data: list[dict[str, Any]]) -> list[RoledMessage]:
+    """Many saved messages at once (one validation pass, much faster than one by one)."""
+    return _adapter(True).validate_python(data)
+
+
+def dump_message(message: RoledMessage, mode: str = "python") -> dict[str, Any]:
+    return message.model_dump(mode="json" if mode in ("json", "db") else "python")
+
+
+def dump_messages(messages: list[RoledMessage], mode: str = "python") -> list[dict[str, Any]]:
+    return _adapter(True).dump_python(messages, mode="json" if mode in ("json", "db") else "python")

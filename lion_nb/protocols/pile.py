@@ -1,0 +1,159 @@
+"""`Pile`: an ordered, typed, id-keyed collection of Elements.
+
+Items live in a dict keyed by id; their order is a `Progression`. Serialized, a Pile is
+``{"collections": [item, ...], "progression": {"order": [id, ...]}}`` -- the empty form
+included, so that absence never has to mean "empty".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, Generic, TypeVar
+from uuid import UUID
+
+from ..errors import ItemExistsError, ItemNotFoundError
+from .element import Element, IDLike, to_id
+from .progression import Progression
+
+__all__ = ["Pile"]
+
+T = TypeVar("T", bound=Element)
+
+
+class Pile(Generic[T]):
+    """Ordered, typed, id-keyed items. ``item_type`` (a class or tuple) is checked on add."""
+
+    __slots__ = ("_items", "item_type", "progression")
+
+    def __init__(
+        self,
+        items: Iterable[T] | None = None,
+        *,
+        item_type: type | tuple[type, ...] | None = None,
+        progression: Progression | None = None,
+    ):
+        self.item_type = item_type
+        self._items: dict[UUID, T] = {}
+        self.progression = Progression()
+        for item in items or ():
+            self.append(item)
+        if progression is not None:
+            missing = [i for i in progression if i not in self._items]
+            if missing:
+                raise ValueError(
+                    f"progression names {len(missing)} id(s) with no item, first {missing[0]}"
+                )
+            self.progression = progression.copy()
+
+    # -- adding and removing -------------------------------------------------------------
+    def append(self, item: T) -> None:
+        if self.item_type is not None and not isinstance(item, self.item_type):
+            raise TypeError(f"A Pile of {self._type_name()} cannot hold a {type(item).__name__}.")
+        if item.id in self._items:
+            raise ItemExistsError(f"Item {item.id} is already in this Pile.")
+        self._items[item.id] = item
+        self.progression.append(item.id)
+
+    include = append
+
+    def insert(self, index: int, item: T) -> None:
+        self.append(item)
+        self.progression.remove(item.id)
+        self.progression.insert(index, item.id)
+
+    def remove(self, ref: IDLike) -> T:
+        uid = to_id(ref)
+        if uid not in self._items:
+            raise ItemNotFoundError(f"Item {uid} is not in this Pile.")
+        self.progression.remove(uid)
+        return self._items.pop(uid)
+
+    pop = remove
+
+    def clear(self) -> None:
+        self._items.clear()
+        self.progression.clear()
+
+    # -- reading ---------------------------------------------------------------------------
+    def get(self, ref: IDLike, default: Any = None) -> T | Any:
+        try:
+            return self._items.get(to_id(ref), default)
+        except ValueError:
+            return default
+
+    def __getitem__(self, key: int | slice | IDLike) -> Any:
+        if isinstance(key, int):
+            return self._items[self.progression.order[key]]
+        if isinstance(key, slice):
+            return [self._items[i] for i in self.progression.order[key]]
+        uid = to_id(key)
+        try:
+            return self._items[uid]
+        except KeyError:
+            raise ItemNotFoundError(f"Item {uid} is not in this Pile.") from None
+
+    def __contains__(self, ref: object) -> bool:
+        try:
+            return to_id(ref) in self._items
+        except ValueError:
+            return False
+
+    def __iter__(self) -> Iterator[T]:
+        items = self._items
+        return (items[i] for i in self.progression.order)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __bool__(self) -> bool:
+        return bool(self._items)
+
+    def __repr__(self) -> str:
+        return f"Pile({self._type_name()}, len={len(self)})"
+
+    def last(self) -> T | None:
+        return self._items[self.progression.order[-1]] if self.progression.order else None
+
+    def values(self) -> list[T]:
+        return list(self)
+
+    def keys(self) -> list[UUID]:
+        return list(self.progression.order)
+
+    def _type_name(self) -> str:
+        t = self.item_type
+        if t is None:
+            return "Element"
+        if isinstance(t, tuple):
+            return " | ".join(x.__name__ for x in t)
+        return t.__name__
+
+    # -- serialization ---------------------------------------------------------------------
+    def to_dict(
+        self, mode: str = "python", dump: Callable[[T], dict] | None = None
+    ) -> dict[str, Any]:
+        pm = "json" if mode in ("json", "db") else "python"
+        dump = dump or (lambda item: item.model_dump(mode=pm))
+        return {
+            "collections": [dump(item) for item in self],
+            "progression": self.progression.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(
+        cls,
+        data: dict[str, Any],
+        load: Callable[[dict], T],
+        *,
+        item_type: type | tuple[type, ...] | None = None,
+    ) -> Pile[T]:
+        """Rebuild from ``to_dict`` output; ``load`` turns one item dict into an Element."""
+        if not isinstance(data, dict) or not isinstance(data.get("collections"), list):
+            raise ValueError(
+                'A serialized Pile is {"collections": [...], "progression": {"order": [...]}}; '
+                f"got {type(data).__name__} without a `collections` list."
+            )
+        items = [load(d) for d in data["collections"]]
+        prog = data.get("progression")
+        progression = Progression.from_dict(prog) if prog is not None else None
+        return cls(items, item_type=item_type, progression=progression)

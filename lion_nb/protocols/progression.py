@@ -1,0 +1,84 @@
+"""`Progression`: an ordered sequence of ids, the order a Pile is read in."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+from uuid import UUID
+
+from .element import IDLike, to_id
+
+__all__ = ["Progression"]
+
+
+class Progression:
+    """Ordered ids. Appending is O(1); membership is O(1) through a shadow count."""
+
+    __slots__ = ("_members", "order")
+
+    def __init__(self, order: Iterable[IDLike] | None = None):
+        self.order: list[UUID] = [to_id(i) for i in order] if order else []
+        self._members: dict[UUID, int] = {}
+        for uid in self.order:
+            self._members[uid] = self._members.get(uid, 0) + 1
+
+    def append(self, ref: IDLike) -> None:
+        uid = to_id(ref)
+        self.order.append(uid)
+        self._members[uid] = self._members.get(uid, 0) + 1
+
+    def insert(self, index: int, ref: IDLike) -> None:
+        uid = to_id(ref)
+        self.order.insert(index, uid)
+        self._members[uid] = self._members.get(uid, 0) + 1
+
+    def remove(self, ref: IDLike) -> None:
+        uid = to_id(ref)
+        self.order.remove(uid)
+        left = self._members[uid] - 1
+        if left:
+            self._members[uid] = left
+        else:
+            del self._members[uid]
+
+    def clear(self) -> None:
+        self.order.clear()
+        self._members.clear()
+
+    def index(self, ref: IDLike) -> int:
+        return self.order.index(to_id(ref))
+
+    def copy(self) -> Progression:
+        return Progression(self.order)
+
+    def __contains__(self, ref: object) -> bool:
+        try:
+            return to_id(ref) in self._members
+        except ValueError:
+            return False
+
+    def __iter__(self) -> Iterator[UUID]:
+        return iter(self.order)
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+    def __getitem__(self, index: int | slice) -> Any:
+        return self.order[index]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Progression):
+            return self.order == other.order
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return f"Progression(len={len(self.order)})"
+
+    def to_dict(self) -> dict[str, list[str]]:
+        return {"order": [str(i) for i in self.order]}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Progression:
+        if not isinstance(data, dict) or not isinstance(data.get("order", []), list):
+            raise ValueError('A serialized Progression is {"order": [id, ...]}.')
+        return cls(data.get("order") or [])

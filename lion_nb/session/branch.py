@@ -1,0 +1,489 @@
+"""`Branch`: the aggregate that owns one conversation (ADR-0016).
+
+A branch assembles five managers -- messages (`msgs`), tools (`acts`), models (`mdls`),
+logs and named operations -- and is the facade for every operation verb (the verbs live in
+`_verbs.BranchVerbs`, each importing its implementation lazily, ADR-0021 D1).
+
+What is conversation state and what is not (ADR-0016 D2, D4):
+
+- serialized by ``to_dict``: identity, user, name, messages (always), logs (when asked and
+  non-empty), the system message, log config (when asked), chat model, parse model (only
+  when it is a distinct object);
+- branch-scoped but never serialized: tools, memory, context providers and their last
+  report, the capability grant, named operations;
+- session attachments (detached on removal, never serialized or cloned): observer, hooks,
+  owning session, the shared operation registry, an adopted memory store.
+
+``from_dict`` does not mutate its input (the original popped keys off the caller's dict).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as _dt
+import warnings
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from pydantic import PrivateAttr, ValidationError
+
+from ..errors import ConfigurationError
+from ..models.imodel import iModel, iModelManager
+from ..operations.manager import OperationManager
+from ..protocols.actions import ActionManager, Tool
+from ..protocols.element import Element
+from ..protocols.logs import DataLogger, DataLoggerConfig, Log
+from ..protocols.message_manager import MessageManager
+from ..protocols.messages import (
+    AssistantResponse,
+    RoledMessage,
+    System,
+    dump_messages,
+    load_message,
+    load_messages,
+)
+from ..protocols.pile import Pile
+from ..protocols.signals import MessageAdded, Signal
+from ._verbs import BranchVerbs
+from .prompts import LION_SYSTEM_MESSAGE
+
+__all__ = ["Branch"]
+
+_SERIALIZED_KEYS = ("messages", "logs", "chat_model", "parse_model", "system", "log_config")
+
+
+def _as_model(value: Any, what: str) -> iModel:
+    if isinstance(value, iModel):
+        return value
+    if isinstance(value, dict):
+        return iModel.from_dict(value)
+    if isinstance(value, str):
+        return iModel(model=value)
+    raise ConfigurationError(
+        f"`{what}` takes an iModel, a dict from `iModel.to_dict()` or a "
+        f'"provider/model" string; got {type(value).__name__}.'
+    )
+
+
+class Branch(BranchVerbs, Element):
+    """One conversation: messages, tools, models, logs and the operation verbs."""
+
+    user: str | None = None
+    name: str | None = None
+
+    _message_manager: MessageManager | None = PrivateAttr(None)
+    _action_manager: ActionManager | None = PrivateAttr(None)
+    _imodel_manager: iModelManager | None = PrivateAttr(None)
+    _log_manager: DataLogger | None = PrivateAttr(None)
+    _operation_manager: OperationManager | None = PrivateAttr(None)
+    _memory: Any = PrivateAttr(None)
+    _providers: Any = PrivateAttr(None)
+    _last_context_report: Any = PrivateAttr(None)
+    _context_injection: str | None = PrivateAttr(None)
+    _capability_grant: Any = PrivateAttr(None)
+    _observer: Any = PrivateAttr(None)
+    _hooks: Any = PrivateAttr(None)
+    _owning_session_id: Any = PrivateAttr(None)
+    _pending_signals: set = PrivateAttr(default_factory=set)
+
+    def __init__(
+        self,
+        *,
+        user: Any = None,
+        name: str | None = None,
+        messages: Pile[RoledMessage] | Iterable[RoledMessage] | None = None,
+        system: System | Any = None,
+        system_sender: Any = None,
+        chat_model: iModel | dict | str | None = None,
+        parse_model: iModel | dict | str | None = None,
+        tools: Any = None,
+        log_config: DataLoggerConfig | dict | None = None,
+        system_datetime: bool | str | None = None,
+        system_template: Any = None,
+        system_template_context: dict | None = None,
+        logs: Pile[Log] | Iterable[Log] | None = None,
+        use_lion_system_message: bool = False,
+        memory: Any = None,
+        **kwargs: Any,
+    ):
+        if user is not None and not isinstance(user, str):
+            user = str(getattr(user, "id", user))
+        super().__init__(user=user, name=name, **kwargs)
+        if system_template is not None or system_template_context is not None:
+            warnings.warn(
+                "`system_template` and `system_template_context` have no effect and will be "
+                "removed; render the template yourself and pass the text as `system=`.",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+
+        self._message_manager = MessageManager(messages)
+        if system or system_datetime or use_lion_system_message:
+            self._message_manager.set_system(
+                self._build_system(system, system_sender, system_datetime, use_lion_system_message)
+            )
+        self._message_manager.on_message_added.append(self._schedule_emit)
+
+        chat = _as_model(chat_model, "chat_model") if chat_model is not None else iModel()
+        parse = _as_model(parse_model, "parse_model") if parse_model is not None else chat
+        self._imodel_manager = iModelManager(chat, parse)
+
+        self._action_manager = ActionManager()
+        if tools is not None:
+            self._action_manager.register_tools(tools if isinstance(tools, list) else [tools])
+
+        if isinstance(log_config, DataLoggerConfig):
+            config = log_config
+        elif log_config:  # a truthy dict; None or {} means the default
+            config = DataLoggerConfig.model_validate(log_config)
+        else:
+            config = DataLoggerConfig()
+        self._log_manager = DataLogger(config=config, logs=logs)
+        self._operation_manager = OperationManager()
+        self._memory = memory
+
+    @staticmethod
+    def _build_system(
+        system: Any, sender: Any, system_datetime: bool | str | None, use_lion: bool
+    ) -> System:
+        if isinstance(system, System):
+            base = system.model_copy()
+        else:
+            text = "" if system in (None, False) else system
+            if not isinstance(text, str):
+                import json
+
+                text = json.dumps(text, ensure_ascii=False, default=str)
+            base = System(system_message=text)
+        if use_lion:
+            body = base.system_message
+            base.system_message = LION_SYSTEM_MESSAGE + ("\n\n" + body if body else "")
+        if system_datetime:
+            base.system_datetime = (
+                system_datetime
+                if isinstance(system_datetime, str)
+                else _dt.datetime.now().isoformat(timespec="minutes")
+            )
+        if sender is not None:
+            base.sender = str(getattr(sender, "id", sender))
+        return base
+
+    # -- managers and accessors -------------------------------------------------------------------
+    @property
+    def msgs(self) -> MessageManager:
+        return self._message_manager
+
+    @property
+    def acts(self) -> ActionManager:
+        return self._action_manager
+
+    @property
+    def mdls(self) -> iModelManager:
+        return self._imodel_manager
+
+    @property
+    def logs(self) -> Pile[Log]:
+        return self._log_manager.logs
+
+    @property
+    def log_manager(self) -> DataLogger:
+        return self._log_manager
+
+    @property
+    def messages(self) -> Pile[RoledMessage]:
+        return self._message_manager.messages
+
+    @property
+    def system(self) -> System | None:
+        return self._message_manager.system
+
+    @property
+    def tools(self) -> dict[str, Tool]:
+        return self._action_manager.registry
+
+    @property
+    def chat_model(self) -> iModel:
+        return self._imodel_manager.chat
+
+    @chat_model.setter
+    def chat_model(self, value: iModel | dict | str) -> None:
+        self._imodel_manager.chat = _as_model(value, "chat_model")
+
+    @property
+    def parse_model(self) -> iModel:
+        return self._imodel_manager.parse
+
+    @parse_model.setter
+    def parse_model(self, value: iModel | dict | str) -> None:
+        self._imodel_manager.parse = _as_model(value, "parse_model")
+
+    @property
+    def memory(self) -> Any:
+        """The branch's memory store. The first claim wins: an explicit store, a store a
+        session supplied, or -- on first access of a standalone branch -- a private
+        `InMemoryStore`. There is no setter."""
+        if self._memory is None:
+            from ..protocols.memory import InMemoryStore
+
+            self._memory = InMemoryStore()
+        return self._memory
+
+    @property
+    def providers(self) -> Any:
+        """The context-provider registry, created on first access."""
+        if self._providers is None:
+            from ..protocols.context_providers import ContextProviderRegistry
+
+            self._providers = ContextProviderRegistry()
+        return self._providers
+
+    @property
+    def last_context_report(self) -> Any:
+        return self._last_context_report
+
+    def __repr__(self) -> str:
+        label = f"{self.name!r}, " if self.name else ""
+        return f"Branch({label}messages={len(self.messages)}, model={self.chat_model.provider}/{self.chat_model.model})"
+
+    # -- capabilities ----------------------------------------------------------------------------
+    def grant_capabilities(self, operable: Any, prompt: bool = True) -> None:
+        from ..protocols.capabilities import grant_capabilities
+
+        grant_capabilities(self, operable, prompt=prompt)
+
+    def revoke_capabilities(self) -> None:
+        from ..protocols.capabilities import revoke_capabilities
+
+        revoke_capabilities(self)
+
+    # -- signals ---------------------------------------------------------------------------------
+    def observe(self, signal_type: type, callback: Callable[..., Any]) -> Any:
+        """Subscribe to this branch's signals. Inside a session, this is the session's bus."""
+        if self._observer is None:
+            from .observer import SignalBus
+
+            self._observer = SignalBus()
+        return self._observer.observe(signal_type, callback)
+
+    def _schedule_emit(self, message: RoledMessage) -> None:
+        """The message manager's callback: project an added message onto the observer."""
+        observer = self._observer
+        if observer is None:
+            return
+        signals: list[Signal] = [
+            MessageAdded(branch_id=str(self.id), branch_name=self.name, message=message)
+        ]
+        if self._capability_grant is not None and isinstance(message, AssistantResponse):
+            from ..protocols.capabilities import extract_capability_signals
+
+            signals.extend(extract_capability_signals(self, message))
+        for signal in signals:
+            task = observer.dispatch(signal)
+            if task is not None:
+                self._pending_signals.add(task)
+                task.add_done_callback(self._pending_signals.discard)
+
+    def _emit_nowait(self, signal: Signal) -> None:
+        observer = self._observer
+        if observer is not None:
+            task = observer.dispatch(signal)
+            if task is not None:
+                self._pending_signals.add(task)
+                task.add_done_callback(self._pending_signals.discard)
+
+    async def _drain_signals(self) -> None:
+        """Wait until every message signal scheduled so far has been delivered."""
+        while self._pending_signals:
+            await asyncio.gather(*list(self._pending_signals), return_exceptions=True)
+
+    # -- named operations ------------------------------------------------------------------------
+    def get_operation(self, operation: str) -> Callable[..., Any] | None:
+        """Attribute first, then the (session-shared) registry: a registered name can never
+        shadow a built-in Branch attribute."""
+        if hasattr(self, operation):
+            return getattr(self, operation)
+        return self._operation_manager.registry.get(operation)
+
+    # -- serialization ---------------------------------------------------------------------------
+    def to_dict(
+        self,
+        mode: str = "python",
+        db_meta_key: str | None = None,
+        include_request_options: bool = False,
+        include_logs: bool = True,
+        include_log_config: bool = False,
+        include_processor_config: bool = False,
+        **kw: Any,
+    ) -> dict[str, Any]:
+        """The conversation projection of ADR-0016 D2 (see the module docstring)."""
+        if mode not in ("python", "json", "db"):
+            raise ValueError(f"`mode` is 'python', 'json' or 'db', not {mode!r}.")
+        wire = "json" if mode != "python" else "python"
+        data = self.model_dump(mode=wire)
+        if mode == "db":
+            data[db_meta_key or "node_metadata"] = data.pop("metadata")
+        pile = self.messages
+        data["messages"] = {
+            "collections": dump_messages(list(pile), wire),
+            "progression": pile.progression.to_dict(),
+        }
+        if include_logs and len(self.logs):
+            data["logs"] = self._log_manager.to_dict(mode)["logs"]
+        if self.system is not None:
+            data["system"] = self.system.model_dump(mode=wire)
+        if include_log_config:
+            data["log_config"] = self._log_manager.config.model_dump(mode=wire)
+        options = {
+            "include_request_options": include_request_options,
+            "include_processor_config": include_processor_config,
+        }
+        data["chat_model"] = self.chat_model.to_dict(**options)
+        if not self._imodel_manager.parse_is_chat:
+            data["parse_model"] = self.parse_model.to_dict(**options)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Branch:
+        """Rebuild a standalone branch from ``to_dict`` output. ``data`` is left unchanged."""
+        if not isinstance(data, dict):
+            raise ConfigurationError(
+                f"`Branch.from_dict` takes the dict from `Branch.to_dict()`, got {type(data).__name__}."
+            )
+        data = dict(data)  # never pop keys off the caller's dict
+        serialized = {k: data.pop(k) for k in _SERIALIZED_KEYS if k in data}
+        if "node_metadata" in data:
+            data["metadata"] = data.pop("node_metadata")
+        kwargs: dict[str, Any] = {k: v for k, v in data.items() if k in cls.model_fields}
+        if "messages" in serialized:
+            kwargs["messages"] = _load_message_pile(serialized["messages"])
+            serialized.pop("system", None)  # already the first message of the pile
+        if "system" in serialized:
+            kwargs["system"] = load_message(serialized["system"])
+        if "logs" in serialized:
+            kwargs["logs"] = Pile.from_dict(serialized["logs"], Log.model_validate, item_type=Log)
+        if "log_config" in serialized:
+            kwargs["log_config"] = serialized["log_config"] or None
+        for key in ("chat_model", "parse_model"):
+            if key in serialized:
+                kwargs[key] = _as_model(serialized[key], key)
+        return cls(**kwargs)
+
+    # -- cloning -----------------------------------------------------------------------------------
+    def clone(self, sender: Any = None) -> Branch:
+        """A new branch with copies of the messages (ADR-0016 D5 subset; see the module
+        docstring for what is deliberately not copied)."""
+        sender_id = str(getattr(sender, "id", sender)) if sender is not None else str(self.id)
+        chat = self.chat_model.copy() if self.chat_model.is_cli else self.chat_model
+        if self._imodel_manager.parse_is_chat:
+            parse = chat
+        else:
+            parse = self.parse_model.copy() if self.parse_model.is_cli else self.parse_model
+        clone_from = {
+            "id": str(self.id),
+            "user": self.user,
+            "created_at": self.created_at,
+            "progression": [str(i) for i in self.messages.progression],
+        }
+        clone = Branch(
+            user=self.user,
+            messages=[m.clone() for m in self.messages],
+            tools=list(self.tools.values()) or None,
+            chat_model=chat,
+            parse_model=parse,
+            metadata={"clone_from": clone_from},
+        )
+        new_id = str(clone.id)
+        for message in clone.messages:
+            message.sender = sender_id
+            message.recipient = new_id
+        return clone
+
+    # -- connect -------------------------------------------------------------------------------------
+    def connect(
+        self,
+        provider: str | None = None,
+        base_url: str | None = None,
+        endpoint: str = "chat",
+        api_key: str | None = None,
+        queue_capacity: int = 100,
+        capacity_refresh_time: float = 60,
+        interval: float | None = None,
+        limit_requests: int | None = None,
+        limit_tokens: int | None = None,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        imodel: iModel | None = None,
+        update: bool = False,
+        **kwargs: Any,
+    ) -> Tool:
+        """Expose a model as a tool on this branch, so another model can consult it.
+
+        ``queue_capacity`` requests per ``capacity_refresh_time`` seconds become the model's
+        request rate limit (100 per 60 s by default), unless ``limit_requests`` is given.
+        """
+        if imodel is None:
+            per_minute = limit_requests or max(
+                1, round(queue_capacity * 60 / capacity_refresh_time)
+            )
+            extra = {"base_url": base_url} if base_url else {}
+            if api_key is not None:
+                extra["api_key"] = api_key
+            imodel = iModel(
+                provider=provider,
+                limit_requests=per_minute,
+                limit_tokens=limit_tokens,
+                **extra,
+                **kwargs,
+            )
+        tool_name = name or f"ask_{imodel.provider}".replace("-", "_")
+        consulted = imodel
+
+        async def consult(instruction: str) -> str:
+            from ..models.endpoints import ChatRequest
+
+            call = await consulted.invoke(
+                ChatRequest(messages=[{"role": "user", "content": instruction}])
+            )
+            if call.status != "completed":
+                raise call.error or RuntimeError("the model call failed")
+            return call.response.text
+
+        consult.__name__ = tool_name
+        consult.imodel = consulted  # type: ignore[attr-defined] - lets callers find the model
+        consult.__doc__ = description or f"Ask the `{imodel.provider}/{imodel.model}` model."
+        tool = Tool(consult, name=tool_name, description=consult.__doc__)
+        self._action_manager.register_tool(tool, update=update)
+        return tool
+
+
+def _load_message_pile(data: Any) -> Pile[RoledMessage]:
+    if not isinstance(data, dict) or not isinstance(data.get("collections"), list):
+        raise ConfigurationError(
+            'A serialized branch stores `messages` as {"collections": [...], '
+            '"progression": {"order": [...]}}; this one does not. Pass the dict from '
+            "`Branch.to_dict()` unchanged."
+        )
+    try:
+        items = load_messages(data["collections"])
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        raise ConfigurationError(
+            f"A serialized branch has a malformed message at `messages.collections.{where}`: "
+            f"{first.get('msg')}. Each message needs a `kind` (system, instruction, "
+            "assistant_response, action_request, action_response) and that kind's fields."
+        ) from exc
+    from ..protocols.progression import Progression
+
+    prog = data.get("progression")
+    try:
+        return Pile(
+            items,
+            item_type=RoledMessage,
+            progression=Progression.from_dict(prog) if prog is not None else None,
+        )
+    except ValueError as exc:
+        raise ConfigurationError(
+            f"A serialized branch's message progression does not match its messages: {exc}."
+        ) from exc

@@ -1,0 +1,111 @@
+"""`SignalBus`: subscribe callbacks by signal type; deliver without letting them break a run.
+
+A subscription to a `Signal` subclass matches that class and its subclasses; a subscription
+to a payload type (``CapabilityViolation``) matches signals whose ``payload`` is one.
+Synchronous callbacks run at once when a signal is dispatched; asynchronous ones run as
+tasks that the branch drains before it reports a run's end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from ..protocols.signals import Signal
+
+__all__ = ["SignalBus", "Subscription"]
+
+logger = logging.getLogger("lion_nb.signals")
+
+
+class Subscription:
+    """What `observe` returns: call it (or ``.cancel()``) to unsubscribe."""
+
+    __slots__ = ("_bus", "_entry")
+
+    def __init__(self, bus: SignalBus, entry: tuple[type, Callable[..., Any]]):
+        self._bus, self._entry = bus, entry
+
+    def cancel(self) -> None:
+        try:
+            self._bus._subscribers.remove(self._entry)
+        except ValueError:
+            pass
+
+    __call__ = cancel
+
+    def __enter__(self) -> Subscription:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.cancel()
+
+
+class SignalBus:
+    def __init__(self) -> None:
+        self._subscribers: list[tuple[type, Callable[..., Any]]] = []
+
+    def observe(self, signal_type: type, callback: Callable[..., Any]) -> Subscription:
+        if not isinstance(signal_type, type):
+            raise TypeError(f"`observe` takes a signal class, got {signal_type!r}.")
+        if not callable(callback):
+            raise TypeError(f"`observe` takes a callable, got {callback!r}.")
+        entry = (signal_type, callback)
+        self._subscribers.append(entry)
+        return Subscription(self, entry)
+
+    def __len__(self) -> int:
+        return len(self._subscribers)
+
+    def _matching(self, signal: Signal) -> list[Callable[..., Any]]:
+        payload = signal.payload
+        return [
+            cb
+            for kind, cb in list(self._subscribers)
+            if isinstance(signal, kind) or (payload is not None and isinstance(payload, kind))
+        ]
+
+    async def emit(self, signal: Signal) -> None:
+        """Deliver ``signal`` and wait for every callback (errors logged, swallowed)."""
+        for callback in self._matching(signal):
+            try:
+                result = callback(signal)
+                if inspect.isawaitable(result):
+                    await result
+            except Exception:
+                logger.warning("observer %r failed on %s", callback, signal.kind, exc_info=True)
+
+    def dispatch(self, signal: Signal) -> asyncio.Task | None:
+        """Deliver now to sync callbacks; start a task for async ones (returned, to drain)."""
+        pending = []
+        for callback in self._matching(signal):
+            try:
+                result = callback(signal)
+            except Exception:
+                logger.warning("observer %r failed on %s", callback, signal.kind, exc_info=True)
+                continue
+            if inspect.isawaitable(result):
+                pending.append(result)
+        if not pending:
+            return None
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            for awaitable in pending:  # no loop: nothing can run it; do not leak a warning
+                close = getattr(awaitable, "close", None)
+                if close:
+                    close()
+            logger.warning("async observers skipped for %s: no running event loop", signal.kind)
+            return None
+        return loop.create_task(_await_all(pending, signal))
+
+
+async def _await_all(pending: list[Any], signal: Signal) -> None:
+    for awaitable in pending:
+        try:
+            await awaitable
+        except Exception:
+            logger.warning("observer failed on %s", signal.kind, exc_info=True)

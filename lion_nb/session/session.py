@@ -1,0 +1,362 @@
+"""`Session`: a set of branches sharing one operation registry, one signal bus and,
+optionally, one memory store (ADR-0017 of this project; ADR-0016 D4; ADR-0021 D2).
+
+A Session is an `Element` (identity, ``name``, ``user``) whose coordination state lives in
+private attributes, like `Branch`. It coordinates; it never owns conversation data.
+
+Attaching (`include_branches`) sets on each branch, and detaching (`remove_branch`) undoes:
+
+=================  ==========================================  ==============================
+branch field       on inclusion                                on removal
+=================  ==========================================  ==============================
+owner              this session's id                           ``None``
+operation registry this session's `OperationManager` (shared)  a fresh private one
+observer           this session's `SignalBus`                  ``None``
+hooks              this session's hook bus (may be ``None``)   ``None``
+memory             the session store, only if unclaimed        kept
+user               the session user, only if the branch has    kept
+                   none (an identity may already be stamped
+                   on its messages)
+=================  ==========================================  ==============================
+
+Memory is first-claim: a branch that was given a store, or whose ``memory`` was read (which
+creates its private store), keeps it. A branch owned by another session is refused, never
+taken; including a branch twice is a no-op. Messages, models, tools, logs, metadata, context
+providers and capability grants always stay with the branch.
+
+A Session starts with one default branch unless it is given one (``default_branch=``), so
+``session.default_branch`` is usable at once; removing the default selects the next branch.
+
+Named operations: a registered function is called as ``func(branch, **kwargs)``; a Branch
+method as ``method(**kwargs)`` (see `lion_nb.operations.node`, shared with graph nodes).
+"""
+
+from __future__ import annotations
+
+import warnings
+import weakref
+from collections.abc import Callable, Iterable
+from typing import Any
+from uuid import UUID
+
+from pydantic import PrivateAttr
+
+from ..errors import ConfigurationError, ItemNotFoundError
+from ..operations.manager import OperationManager
+from ..operations.node import call_operation, resolve_operation, unknown_operation_hint
+from ..protocols.element import Element
+from ..protocols.pile import Pile
+from .branch import Branch
+from .observer import SignalBus, Subscription
+
+__all__ = ["Session"]
+
+_NO_DEFAULT: Any = object()  # from_dict of a session that had no branches
+# live sessions by id, so that a refusal can name the session that owns a branch
+_SESSIONS: weakref.WeakValueDictionary[UUID, Session] = weakref.WeakValueDictionary()
+
+
+def _label(branch: Branch) -> str:
+    return f"`{branch.name}` ({branch.id})" if branch.name else f"`{branch.id}`"
+
+
+class Session(Element):
+    """Branches, a shared named-operation registry and a signal bus. See the module docstring."""
+
+    name: str | None = None
+    user: str | None = None
+
+    _branches: Pile[Branch] = PrivateAttr(default_factory=lambda: Pile(item_type=Branch))
+    _default_id: UUID | None = PrivateAttr(None)
+    _operation_manager: OperationManager = PrivateAttr(default_factory=OperationManager)
+    _observer: SignalBus = PrivateAttr(default_factory=SignalBus)
+    _hooks: Any = PrivateAttr(None)
+    _memory: Any = PrivateAttr(None)
+
+    def __init__(
+        self,
+        *,
+        name: str | None = None,
+        user: Any = None,
+        default_branch: Branch | None = None,
+        memory: Any = None,
+        hooks: Any = None,
+        **kwargs: Any,
+    ):
+        if user is not None and not isinstance(user, str):
+            user = str(getattr(user, "id", user))
+        super().__init__(name=name, user=user, **kwargs)
+        self._memory = memory
+        self._hooks = hooks
+        _SESSIONS[self.id] = self
+        if default_branch is _NO_DEFAULT:
+            return
+        if default_branch is None:
+            self.new_branch()
+        else:
+            self.include_branches(default_branch)
+
+    # -- accessors ---------------------------------------------------------------------------------
+    @property
+    def branches(self) -> Pile[Branch]:
+        """A snapshot of the member branches, in inclusion order. Change membership with
+        `include_branches` / `remove_branch`, never by editing this Pile."""
+        return Pile(self._branches, item_type=Branch)
+
+    @property
+    def default_branch(self) -> Branch | None:
+        return self._branches.get(self._default_id) if self._default_id is not None else None
+
+    @default_branch.setter
+    def default_branch(self, ref: Branch | UUID | str) -> None:
+        """Make ``ref`` the default; a Branch not yet in the session is included first."""
+        if isinstance(ref, Branch) and ref not in self._branches:
+            self.include_branches(ref)
+        self._default_id = self.get_branch(ref).id
+
+    @property
+    def memory(self) -> Any:
+        """The store offered to branches that have not claimed one (``None``: none offered)."""
+        return self._memory
+
+    @property
+    def hooks(self) -> Any:
+        return self._hooks
+
+    def __len__(self) -> int:
+        return len(self._branches)
+
+    def __contains__(self, ref: object) -> bool:
+        return ref in self._branches
+
+    def __repr__(self) -> str:
+        label = f"{self.name!r}, " if self.name else ""
+        default = self.default_branch
+        shown = (default.name or str(default.id)[:8]) if default is not None else None
+        return f"Session({label}branches={len(self._branches)}, default={shown!r})"
+
+    # -- membership --------------------------------------------------------------------------------
+    def new_branch(
+        self,
+        *,
+        name: str | None = None,
+        system: Any = None,
+        chat_model: Any = None,
+        tools: Any = None,
+        **branch_kwargs: Any,
+    ) -> Branch:
+        """Create a branch (the session user is its user unless ``user=`` says otherwise)
+        and include it."""
+        branch_kwargs.setdefault("user", self.user)
+        branch = Branch(
+            name=name, system=system, chat_model=chat_model, tools=tools, **branch_kwargs
+        )
+        self.include_branches(branch)
+        return branch
+
+    def include_branches(self, branches: Branch | Iterable[Branch]) -> None:
+        """Attach one branch or several (see the module docstring). All are checked before
+        any is attached, so a refused branch leaves the session unchanged."""
+        items = [branches] if isinstance(branches, Branch) else list(branches)
+        for branch in items:
+            if not isinstance(branch, Branch):
+                raise TypeError(
+                    f"`include_branches` takes Branch objects, got {type(branch).__name__}."
+                )
+            owner = branch._owning_session_id
+            if owner is not None and owner != self.id:
+                other = _SESSIONS.get(owner)
+                other_label = _label_session(other) if other is not None else f"`{owner}`"
+                raise ConfigurationError(
+                    f"Branch {_label(branch)} belongs to session {other_label}; it cannot also "
+                    f"join session {_label_session(self)}. Remove it from the other session "
+                    "first (`other_session.remove_branch(branch)`), or include a copy made "
+                    "with `branch.clone()`."
+                )
+        for branch in items:
+            if branch.id in self._branches:
+                continue  # already a member: nothing to redo
+            self._attach(branch)
+            self._branches.append(branch)
+            if self._default_id is None:
+                self._default_id = branch.id
+
+    def _attach(self, branch: Branch) -> None:
+        branch._owning_session_id = self.id
+        branch._operation_manager = self._operation_manager
+        branch._observer = self._observer
+        branch._hooks = self._hooks
+        if branch._memory is None and self._memory is not None:
+            branch._memory = self._memory
+        if branch.user is None and self.user is not None:
+            branch.user = self.user
+
+    def remove_branch(self, branch: Branch | UUID | str, *, delete: bool = False) -> Branch | None:
+        """Detach a branch and return it, still holding its whole conversation (and any memory
+        it adopted). ``delete=True`` also clears its messages (the system message stays) and
+        logs, and returns ``None``."""
+        target = self.get_branch(branch)
+        self._branches.remove(target.id)
+        target._owning_session_id = None
+        target._observer = None
+        target._hooks = None
+        target._operation_manager = OperationManager()
+        if self._default_id == target.id:
+            self._default_id = self._branches[0].id if len(self._branches) else None
+        if delete:
+            target.msgs.clear_messages()
+            target.log_manager.clear()
+            return None
+        return target
+
+    def split(self, branch: Branch | UUID | str | None = None) -> Branch:
+        """Clone a member branch (the default when none is named) and include the clone."""
+        source = self._resolve(branch)
+        clone = source.clone()
+        self.include_branches(clone)
+        return clone
+
+    def get_branch(self, ref: Branch | UUID | str) -> Branch:
+        """A member branch by object, id, id string or name."""
+        if isinstance(ref, Branch):
+            if ref.id in self._branches:
+                return self._branches[ref.id]
+            raise ItemNotFoundError(
+                f"Branch {_label(ref)} is not in session {_label_session(self)}; "
+                "include it first with `session.include_branches(branch)`."
+            )
+        if isinstance(ref, UUID):
+            found = self._branches.get(ref)
+        elif isinstance(ref, str):
+            found = self._branches.get(ref)
+            if found is None:
+                named = [b for b in self._branches if b.name == ref]
+                if len(named) > 1:
+                    ids = ", ".join(str(b.id) for b in named)
+                    raise ConfigurationError(
+                        f"{len(named)} branches are named `{ref}` ({ids}); refer to one by id."
+                    )
+                found = named[0] if named else None
+        else:
+            raise TypeError(
+                f"A branch reference is a Branch, a UUID, an id string or a name; got "
+                f"{type(ref).__name__}."
+            )
+        if found is None:
+            known = ", ".join(_label(b) for b in self._branches) or "none"
+            raise ItemNotFoundError(
+                f"No branch `{ref}` in session {_label_session(self)}; its branches: {known}."
+            )
+        return found
+
+    def _resolve(self, ref: Branch | UUID | str | None) -> Branch:
+        if ref is not None:
+            return self.get_branch(ref)
+        default = self.default_branch
+        if default is None:
+            raise ConfigurationError(
+                f"Session {_label_session(self)} has no branches; create one with "
+                "`session.new_branch()` or name a branch explicitly."
+            )
+        return default
+
+    # -- named operations --------------------------------------------------------------------------
+    def register_operation(
+        self, operation: str, func: Callable[..., Any], *, update: bool = False
+    ) -> None:
+        """Register an async ``func(branch, **kwargs)`` under ``operation`` for every member
+        branch, present and future. A name that is a Branch attribute is registered but can
+        never be reached (attribute-first lookup), so it draws a `UserWarning`."""
+        if isinstance(operation, str) and _is_branch_attribute(operation):
+            warnings.warn(
+                f"`{operation}` is a Branch attribute, so `branch.get_operation({operation!r})` "
+                f"and `run_operation({operation!r})` will always use `Branch.{operation}`, never "
+                "the function registered here. Register it under another name.",
+                UserWarning,
+                stacklevel=2,
+            )
+        self._operation_manager.register(operation, func, update=update)
+
+    def operation(
+        self, name: str | Callable[..., Any] | None = None, *, update: bool = False
+    ) -> Any:
+        """Decorator: ``@session.operation`` or ``@session.operation("name")`` registers the
+        function (under its ``__name__`` when no name is given) and returns it unchanged."""
+
+        def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
+            op_name = name if isinstance(name, str) else getattr(func, "__name__", None)
+            if not op_name:
+                raise ValueError(
+                    "This callable has no `__name__`; give the operation a name: "
+                    '`@session.operation("name")`.'
+                )
+            self.register_operation(op_name, func, update=update)
+            return func
+
+        if callable(name):  # used bare: @session.operation
+            return decorate(name)
+        return decorate
+
+    async def run_operation(
+        self, operation: str, *, branch: Branch | UUID | str | None = None, **kwargs: Any
+    ) -> Any:
+        """Run a Branch method or a registered operation on a member branch (the default
+        branch when ``branch`` is not given) and return its result."""
+        target = self._resolve(branch)
+        func = resolve_operation(target, operation)
+        if func is None:
+            raise ValueError(
+                f"Unknown operation: {operation}. " + unknown_operation_hint(target, operation)
+            )
+        return await call_operation(func, kwargs)
+
+    # -- signals -----------------------------------------------------------------------------------
+    def observe(self, signal_type: type, callback: Callable[..., Any]) -> Subscription:
+        """Subscribe ``callback`` (sync or async) to ``signal_type`` from every member branch.
+        Call the returned subscription to unsubscribe. A failing callback is logged and
+        never changes a run's result."""
+        return self._observer.observe(signal_type, callback)
+
+    # -- serialization -----------------------------------------------------------------------------
+    def to_dict(self, mode: str = "python", **branch_kw: Any) -> dict[str, Any]:
+        """Identity, name, user, every branch's ``to_dict`` and the default branch id.
+        Registry, observers, hooks and memory are live objects and are not saved."""
+        wire = "json" if mode != "python" else "python"
+        data = self.model_dump(mode=wire)
+        data["branches"] = [b.to_dict(mode=mode, **branch_kw) for b in self._branches]
+        data["default_branch_id"] = str(self._default_id) if self._default_id else None
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], *, memory: Any = None, hooks: Any = None) -> Session:
+        """Rebuild a session and its branches from ``to_dict`` output (``data`` unchanged).
+        Operations must be registered again; observers subscribed again."""
+        if not isinstance(data, dict) or not isinstance(data.get("branches", []), list):
+            raise ConfigurationError(
+                "`Session.from_dict` takes the dict from `Session.to_dict()` (with a "
+                f"`branches` list); got {type(data).__name__}."
+            )
+        fields = {k: v for k, v in data.items() if k in cls.model_fields}
+        if "node_metadata" in data and "metadata" not in fields:
+            fields["metadata"] = data["node_metadata"]
+        branches = [Branch.from_dict(b) for b in data.get("branches", [])]
+        session = cls(default_branch=_NO_DEFAULT, memory=memory, hooks=hooks, **fields)
+        session.include_branches(branches)
+        default_id = data.get("default_branch_id")
+        if default_id:
+            session.default_branch = default_id
+        return session
+
+
+def _label_session(session: Session) -> str:
+    return f"`{session.name}` ({session.id})" if session.name else f"`{session.id}`"
+
+
+def _is_branch_attribute(name: str) -> bool:
+    """Whether ``name`` is a Branch attribute -- checked on the class, so that no lazy
+    property (``memory``) is triggered."""
+    return (
+        hasattr(Branch, name)
+        or name in Branch.model_fields
+        or name in (Branch.__private_attributes__ or {})
+    )

@@ -1,0 +1,115 @@
+"""Core benchmarks: import time, message adds, serialization, per-turn overhead.
+
+Run: ``python tests/bench/bench_core.py``. Prints figures measured in this one run, with the
+targets beside them; nothing here is a pass/fail assertion.
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import time
+
+import anyio
+
+N_MESSAGES = 10_000
+
+
+def import_time_ms(runs: int = 7) -> float:
+    code = (
+        "import time; t = time.perf_counter(); from lion_nb import Branch; "
+        "print((time.perf_counter() - t) * 1e3)"
+    )
+    samples = [
+        float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+        for _ in range(runs)
+    ]
+    return statistics.median(samples)
+
+
+def add_messages_us() -> float:
+    from lion_nb import Branch
+
+    branch = Branch()
+    texts = [f"message number {i}" for i in range(N_MESSAGES)]
+    start = time.perf_counter()
+    for text in texts:
+        branch.msgs.add_message(instruction=text)
+    return (time.perf_counter() - start) / N_MESSAGES * 1e6
+
+
+def serialization_ms() -> tuple[float, float]:
+    from lion_nb import Branch
+
+    branch = Branch(system="bench")
+    for i in range(N_MESSAGES // 2):
+        branch.msgs.add_message(instruction=f"question {i}")
+        branch.msgs.add_message(assistant_response=f"answer {i}")
+    dumps, loads = [], []
+    for _ in range(5):
+        t = time.perf_counter()
+        data = branch.to_dict()
+        dumps.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        Branch.from_dict(data)
+        loads.append(time.perf_counter() - t)
+    return statistics.median(dumps) * 1e3, statistics.median(loads) * 1e3
+
+
+def _function_model():
+    from lion_nb import iModel
+
+    return iModel(provider="offline", model="function", function=lambda messages, **kw: "ok")
+
+
+def communicate_overhead_us(calls: int = 2000) -> float:
+    from lion_nb import Branch
+
+    branch = Branch(chat_model=_function_model())
+
+    async def run() -> list[float]:
+        samples = []
+        for _ in range(calls):
+            t = time.perf_counter()
+            await branch.communicate("hi", clear_messages=True)
+            samples.append(time.perf_counter() - t)
+        return samples
+
+    return statistics.median(anyio.run(run)[calls // 10 :]) * 1e6
+
+
+def communicate_growth(calls: int = 1000) -> tuple[float, float]:
+    """Median of the first 100 and the last 100 calls while history grows to 2,000 messages."""
+    from lion_nb import Branch
+
+    branch = Branch(chat_model=_function_model())
+
+    async def run() -> list[float]:
+        samples = []
+        for _ in range(calls):
+            t = time.perf_counter()
+            await branch.communicate("hi")
+            samples.append(time.perf_counter() - t)
+        return samples
+
+    samples = anyio.run(run)
+    return statistics.median(samples[:100]) * 1e6, statistics.median(samples[-100:]) * 1e6
+
+
+def main() -> None:
+    print(f"from lion_nb import Branch     {import_time_ms():8.1f} ms   (target <= 100 ms)")
+    print(f"add one message (of 10,000)    {add_messages_us():8.2f} us   (target <= 15 us)")
+    dump_ms, load_ms = serialization_ms()
+    print(f"to_dict, 10,000 messages       {dump_ms:8.1f} ms   (target <= 40 ms)")
+    print(f"from_dict, 10,000 messages     {load_ms:8.1f} ms   (target <= 150 ms)")
+    print(f"communicate(), history cleared {communicate_overhead_us():8.1f} us   (target <= 150 us)")
+    first, last = communicate_growth()
+    print(
+        f"communicate(), growing to 2,000 messages: first 100 {first:.1f} us, last 100 "
+        f"{last:.1f} us, ratio {last / first:.2f}x   (target <= 2x)"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,274 @@
+"""A real HTTP server on 127.0.0.1 that plays an OpenAI-compatible and an Anthropic API.
+
+It runs in a background thread (stdlib ``ThreadingHTTPServer``, HTTP/1.1 with keep-alive)
+and answers
+
+- ``POST /v1/chat/completions``: ``openai_stream_text.sse`` when the body asks for a stream,
+  else ``openai_nonstream_tool.json``;
+- ``POST /v1/messages``: ``anthropic_stream_tool.sse`` when streaming, else a short text
+  message;
+
+unless a scripted reply is queued (`FakeProvider.push` and helpers): any status, body and
+headers, a slow first byte, a stream cut in the middle (the socket is closed), delays
+between events, malformed JSON. Every request is recorded (path, headers, JSON body, time),
+and the most requests in flight at once is tracked.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+__all__ = ["FIXTURES", "FakeProvider", "Recorded", "Script", "sse_events"]
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "providers"
+
+ANTHROPIC_TEXT = {
+    "id": "msg_fake_text",
+    "type": "message",
+    "role": "assistant",
+    "model": "claude-sonnet-4-5-20250929",
+    "content": [{"type": "text", "text": "Hello from Claude."}],
+    "stop_reason": "end_turn",
+    "stop_sequence": None,
+    "usage": {"input_tokens": 12, "output_tokens": 5},
+}
+
+
+def sse_events(name_or_text: str) -> list[str]:
+    """The events of a fixture file (or of SSE text), one string per event."""
+    path = FIXTURES / name_or_text
+    text = path.read_text() if path.suffix == ".sse" and path.exists() else name_or_text
+    return [block.strip("\n") for block in text.split("\n\n") if block.strip()]
+
+
+@dataclass
+class Recorded:
+    """One request as the server saw it."""
+
+    method: str
+    path: str
+    headers: dict[str, str]  # lower-case names
+    body: Any  # decoded JSON, or None
+    raw: bytes
+    time: float  # time.monotonic() when it arrived
+
+
+@dataclass
+class Script:
+    """One scripted reply. ``events`` makes it an SSE stream (one string per event)."""
+
+    status: int = 200
+    body: Any = None  # dict/list -> JSON; str/bytes sent as is
+    headers: dict[str, str] = field(default_factory=dict)
+    events: list[str] | None = None
+    first_byte_delay: float = 0.0
+    event_delay: float = 0.0
+    cut_after: int | None = None  # close the socket after this many events
+    content_type: str | None = None
+
+
+class FakeProvider:
+    """The server; use as a context manager. ``openai_url`` / ``anthropic_url`` are base URLs."""
+
+    def __init__(self) -> None:
+        self.requests: list[Recorded] = []
+        self.max_in_flight = 0
+        self._in_flight = 0
+        self._queue: deque[Script] = deque()
+        self._lock = threading.Lock()
+        self._counter = 0
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._server.daemon_threads = True
+        self._server.fake = self  # type: ignore[attr-defined]
+        self._server.handle_error = lambda request, address: None  # type: ignore[method-assign]
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    def start(self) -> FakeProvider:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> FakeProvider:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    @property
+    def openai_url(self) -> str:
+        return self.url + "/v1"
+
+    @property
+    def anthropic_url(self) -> str:
+        return self.url
+
+    # -- scripting -----------------------------------------------------------------------------
+    def push(self, script: Script | None = None, **kw: Any) -> Script:
+        """Queue one reply for the next request (replies are used in order)."""
+        script = script or Script(**kw)
+        with self._lock:
+            self._queue.append(script)
+        return script
+
+    def push_error(
+        self, status: int, body: Any = None, headers: dict[str, str] | None = None, **kw: Any
+    ) -> Script:
+        body = (
+            {"error": {"message": "scripted failure", "type": "server_error"}}
+            if body is None
+            else body
+        )
+        return self.push(status=status, body=body, headers=headers or {}, **kw)
+
+    def push_json(self, body: Any, **kw: Any) -> Script:
+        return self.push(body=body, **kw)
+
+    def push_fixture(self, name: str, **kw: Any) -> Script:
+        """A fixture transcript: ``.sse`` as a stream, ``.json`` as a body."""
+        if name.endswith(".sse"):
+            return self.push(events=sse_events(name), **kw)
+        return self.push(body=json.loads((FIXTURES / name).read_text()), **kw)
+
+    def push_sse(self, events: list[str] | str, **kw: Any) -> Script:
+        return self.push(events=sse_events(events) if isinstance(events, str) else events, **kw)
+
+    def push_malformed(self, **kw: Any) -> Script:
+        return self.push(body='{"id": "chatcmpl-broken", "choices": [', **kw)
+
+    @property
+    def pending(self) -> int:
+        return len(self._queue)
+
+    # -- used by the handler -------------------------------------------------------------------
+    def _next(self, path: str, body: Any) -> Script:
+        with self._lock:
+            self._counter += 1
+            if self._queue:
+                return self._queue.popleft()
+        streaming = isinstance(body, dict) and bool(body.get("stream"))
+        if path.endswith("/chat/completions"):
+            if streaming:
+                return Script(events=sse_events("openai_stream_text.sse"))
+            return Script(body=json.loads((FIXTURES / "openai_nonstream_tool.json").read_text()))
+        if path.endswith("/messages"):
+            if streaming:
+                return Script(events=sse_events("anthropic_stream_tool.sse"))
+            return Script(body=ANTHROPIC_TEXT)
+        return Script(status=404, body={"error": {"message": f"no route {path}"}})
+
+    def _enter(self) -> int:
+        with self._lock:
+            self._in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self._in_flight)
+            return self._counter
+
+    def _leave(self) -> None:
+        with self._lock:
+            self._in_flight -= 1
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    timeout = 30
+
+    def setup(self) -> None:
+        super().setup()  # no Nagle delay: headers and body are separate writes
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
+        pass
+
+    def do_POST(self) -> None:
+        fake: FakeProvider = self.server.fake  # type: ignore[attr-defined]
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        fake.requests.append(Recorded("POST", self.path, headers, body, raw, time.monotonic()))
+        script = fake._next(self.path, body)
+        number = fake._enter()
+        try:
+            self._play(script, number)
+        except OSError:  # the client went away (a timeout on its side): nothing to do
+            self.close_connection = True
+        finally:
+            fake._leave()
+
+    def _play(self, script: Script, number: int) -> None:
+        if script.first_byte_delay:
+            time.sleep(script.first_byte_delay)
+        id_header = "request-id" if self.path.endswith("/messages") else "x-request-id"
+        headers = {id_header: f"req_fake_{number}", **script.headers}
+        if script.events is not None:
+            self._play_stream(script, headers)
+            return
+        body = script.body
+        data = (
+            body
+            if isinstance(body, bytes)
+            else (body.encode() if isinstance(body, str) else json.dumps(body).encode())
+        )
+        ctype = script.content_type or (
+            "application/json"
+            if not isinstance(body, (str, bytes)) or body[:1] in ("{", b"{")
+            else "text/plain"
+        )
+        self.send_response(script.status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _play_stream(self, script: Script, headers: dict[str, str]) -> None:
+        self.send_response(script.status)
+        self.send_header("Content-Type", script.content_type or "text/event-stream; charset=utf-8")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        for i, event in enumerate(script.events or []):
+            if script.cut_after is not None and i >= script.cut_after:
+                self._cut()
+                return
+            self._chunk((event + "\n\n").encode())
+            if script.event_delay:
+                time.sleep(script.event_delay)
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+    def _chunk(self, data: bytes) -> None:
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
+
+    def _cut(self) -> None:
+        """Drop the connection mid-body, as a crashing proxy or server would."""
+        self.wfile.flush()
+        self.close_connection = True
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass

@@ -1,0 +1,22 @@
+"""A real in-process IPython shell with the lion extension loaded, fresh for every test."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture
+def ip():
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.testing.globalipapp import start_ipython
+
+    from lion_nb.notebook.session import reset_notebook_state
+
+    start_ipython()
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("reset", "-f")
+    reset_notebook_state()
+    shell.run_line_magic("load_ext", "lion_nb")
+    yield shell
+    shell.run_line_magic("unload_ext", "lion_nb")
+    reset_notebook_state()

@@ -1,0 +1,146 @@
+"""ADR-0016 D1: Branch construction semantics.
+
+ADR-0016 D1 clause -> test
+- no chat model -> iModel from settings (LION_CHAT_PROVIDER / LION_CHAT_MODEL) -> test_default_chat_model_comes_from_settings, test_default_chat_model_is_offline_auto
+- no parse model -> parse is the chat-model object -> test_parse_model_aliases_chat_model_object
+- dict inputs use iModel.from_dict; strings use iModel(model=value) -> test_model_inputs_accept_dict_and_string
+- tools registered into the ActionManager; duplicates delegated -> test_tools_are_registered_and_duplicates_delegated
+- truthy dict log config validated; None / {} -> default; supplied logs initialise that logger -> test_log_config_rules, test_supplied_logs_initialise_the_logger
+- system only when system / system_datetime / use_lion_system_message truthy -> test_system_message_rules
+- Lion system message prepended when requested -> test_lion_system_message_is_prepended
+- system_template(_context) warn DeprecationWarning and do nothing -> test_template_arguments_warn_and_do_nothing
+- on_message_added receives Branch._schedule_emit -> test_message_added_callback_is_wired
+- five managers constructed -> test_construction_creates_the_five_managers
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from lion_nb import Branch, DataLoggerConfig, iModel
+from lion_nb.errors import ConfigurationError, ItemExistsError
+from lion_nb.protocols.logs import Log
+from lion_nb.session.prompts import LION_SYSTEM_MESSAGE
+
+
+def test_construction_creates_the_five_managers():
+    b = Branch()
+    assert b.msgs is not None and b.acts is not None and b.mdls is not None
+    assert b.log_manager is not None and b._operation_manager is not None
+    assert len(b.messages) == 0 and b.tools == {}
+
+
+def test_default_chat_model_is_offline_auto():
+    b = Branch()
+    assert (b.chat_model.provider, b.chat_model.model) == ("offline", "auto")
+
+
+def test_default_chat_model_comes_from_settings(monkeypatch):
+    monkeypatch.setenv("LION_CHAT_PROVIDER", "offline")
+    monkeypatch.setenv("LION_CHAT_MODEL", "scripted")
+    assert Branch().chat_model.model == "scripted"
+
+
+def test_parse_model_aliases_chat_model_object():
+    chat = iModel(provider="offline", model="auto")
+    b = Branch(chat_model=chat)
+    assert b.parse_model is chat and b.chat_model is chat
+
+
+def test_model_inputs_accept_dict_and_string():
+    b = Branch(chat_model="offline/auto", parse_model={"provider": "offline", "model": "scripted"})
+    assert b.chat_model.provider == "offline" and b.chat_model.model == "auto"
+    assert b.parse_model.model == "scripted" and b.parse_model is not b.chat_model
+
+
+def test_unknown_provider_error_names_the_fix():
+    with pytest.raises(ConfigurationError, match=r"Unknown provider `nope`. Use one of: .*offline"):
+        Branch(chat_model="nope/model-x")
+    with pytest.raises(ConfigurationError, match="names no provider"):
+        Branch(chat_model="just-a-model")
+    with pytest.raises(ConfigurationError, match="takes an iModel"):
+        Branch(chat_model=3.5)
+
+
+def test_tools_are_registered_and_duplicates_delegated():
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    b = Branch(tools=[add])
+    assert list(b.tools) == ["add"]
+    with pytest.raises(ItemExistsError):
+        Branch(tools=[add, add])
+    with pytest.raises(TypeError, match="not callable|pass a function"):
+        Branch(tools=[42])
+
+
+def test_log_config_rules(tmp_path):
+    truthy = Branch(log_config={"persist_dir": str(tmp_path), "capacity": 5})
+    assert truthy.log_manager.config.capacity == 5
+    for empty in (None, {}):
+        assert Branch(log_config=empty).log_manager.config == DataLoggerConfig()
+    given = DataLoggerConfig(capacity=7)
+    assert Branch(log_config=given).log_manager.config is given
+
+
+def test_supplied_logs_initialise_the_logger():
+    logs = [Log(content={"n": 1}), Log(content={"n": 2})]
+    b = Branch(logs=logs)
+    assert [log.content["n"] for log in b.logs] == [1, 2]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "expected"),
+    [
+        ({}, None),
+        ({"system": ""}, None),
+        ({"system": False}, None),
+        ({"system_datetime": False}, None),
+        ({"system": "be brief"}, "be brief"),
+        ({"system": {"rules": [1]}}, '{"rules": [1]}'),
+    ],
+)
+def test_system_message_rules(kwargs, expected):
+    b = Branch(**kwargs)
+    if expected is None:
+        assert b.system is None and len(b.messages) == 0
+    else:
+        assert b.system.system_message == expected and b.messages[0] is b.system
+
+
+def test_system_datetime_alone_creates_a_system_message():
+    b = Branch(system_datetime="2026-11-30T12:00")
+    assert b.system is not None and b.system.system_datetime == "2026-11-30T12:00"
+    assert Branch(system="x", system_datetime=True).system.system_datetime is not None
+
+
+def test_lion_system_message_is_prepended():
+    b = Branch(system="Be brief.", use_lion_system_message=True)
+    assert b.system.system_message == LION_SYSTEM_MESSAGE + "\n\nBe brief."
+    alone = Branch(use_lion_system_message=True)
+    assert alone.system.system_message == LION_SYSTEM_MESSAGE
+
+
+def test_template_arguments_warn_and_do_nothing():
+    with pytest.warns(DeprecationWarning, match="no effect"):
+        b = Branch(system="plain", system_template="Hello {{name}}", system_template_context={"name": "x"})
+    assert b.system.system_message == "plain"
+    with pytest.warns(DeprecationWarning):
+        assert Branch(system_template_context={}).system is None
+
+
+def test_message_added_callback_is_wired():
+    b = Branch()
+    assert b.msgs.on_message_added == [b._schedule_emit]
+
+
+def test_explicit_memory_store_is_retained_by_identity():
+    from lion_nb import InMemoryStore
+
+    store = InMemoryStore()
+    assert Branch(memory=store).memory is store
+
+
+def test_system_sender_is_recorded():
+    assert Branch(system="x", system_sender="ops").system.sender == "ops"
