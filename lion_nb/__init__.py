@@ -112,7 +112,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # static analysers see the real names
     from ._sentinel import Undefined
-    from .errors import *  # noqa: F403
+    from .errors import *
     from .models.imodel import iModel, iModelManager
     from .models.stream import StreamChunk
     from .operations.manager import OperationManager

@@ -54,7 +54,7 @@ def _split_model(provider: str | None, model: str | None) -> tuple[str | None, s
     return provider, model
 
 
-class iModel:  # noqa: N801 - the specification's name
+class iModel:
     """A model: ``iModel(provider="openai", model="gpt-4o-mini")`` or ``iModel("offline/auto")``.
 
     Keywords the endpoint does not take as settings become request options (temperature,
@@ -231,7 +231,7 @@ def _estimate_tokens(request: ChatRequest) -> int:
     return estimate_message_tokens(request.messages)
 
 
-class iModelManager:  # noqa: N801 - the specification's name
+class iModelManager:
     """A branch's chat model and parse model. Without its own, parse aliases chat."""
 
     def __init__(self, chat: iModel, parse: iModel | None = None):

@@ -11,7 +11,7 @@ import logging
 import os
 import re
 
-__all__ = ["SECRET_ENV_VARS", "Secret", "RedactingFilter", "redact"]
+__all__ = ["SECRET_ENV_VARS", "RedactingFilter", "Secret", "redact"]
 
 SECRET_ENV_VARS = (
     "OPENAI_API_KEY",

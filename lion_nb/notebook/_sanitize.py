@@ -15,9 +15,60 @@ from html.parser import HTMLParser
 __all__ = ["sanitize_html"]
 
 ALLOWED_TAGS = frozenset(
-    "a abbr b blockquote br caption code col colgroup dd del details div dl dt em figcaption "
-    "figure h1 h2 h3 h4 h5 h6 hr i img ins kbd li mark ol p pre q s samp small span strong "
-    "sub summary sup table tbody td tfoot th thead tr u ul".split()
+    [
+        "a",
+        "abbr",
+        "b",
+        "blockquote",
+        "br",
+        "caption",
+        "code",
+        "col",
+        "colgroup",
+        "dd",
+        "del",
+        "details",
+        "div",
+        "dl",
+        "dt",
+        "em",
+        "figcaption",
+        "figure",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "hr",
+        "i",
+        "img",
+        "ins",
+        "kbd",
+        "li",
+        "mark",
+        "ol",
+        "p",
+        "pre",
+        "q",
+        "s",
+        "samp",
+        "small",
+        "span",
+        "strong",
+        "sub",
+        "summary",
+        "sup",
+        "table",
+        "tbody",
+        "td",
+        "tfoot",
+        "th",
+        "thead",
+        "tr",
+        "u",
+        "ul",
+    ]
 )
 VOID_TAGS = frozenset({"br", "col", "hr", "img"})
 DROP_CONTENT = frozenset(

@@ -10,24 +10,29 @@ from __future__ import annotations
 
 import datetime as _dt
 import difflib
-import json
-import os
 from collections.abc import Callable
 from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import MagicArgumentParser, MagicHelpFormatter
-from IPython.utils.process import arg_split
 
 from .render import Table
 
 __all__ = ["COMMANDS", "dispatch", "dispatch_async", "is_async"]
 
-_ALIASES = {"ls": "branches", "use": "switch", "checkout": "switch", "rm": "remove", "tools": "tool"}
+_ALIASES = {
+    "ls": "branches",
+    "use": "switch",
+    "checkout": "switch",
+    "rm": "remove",
+    "tools": "tool",
+}
 
 
 class _Command:
-    def __init__(self, name: str, func: Callable[..., Any], summary: str, parser: MagicArgumentParser):
+    def __init__(
+        self, name: str, func: Callable[..., Any], summary: str, parser: MagicArgumentParser
+    ):
         self.name, self.func, self.summary, self.parser = name, func, summary, parser
 
 
@@ -66,15 +71,16 @@ def _find(name: str) -> _Command:
     if cmd is None:
         close = difflib.get_close_matches(name, [*COMMANDS, *_ALIASES], n=1)
         maybe = f" Did you mean `%lion {close[0]}`?" if close else ""
-        raise UsageError(
-            f"`%lion {name}`: no such subcommand.{maybe} `%lion help` lists them all."
-        )
+        raise UsageError(f"`%lion {name}`: no such subcommand.{maybe} `%lion help` lists them all.")
     return cmd
 
 
 def _parse(cmd: _Command, rest: str) -> Any:
+    from .options import split_line
+
+    words = split_line(rest, f"%lion {cmd.name}")
     try:
-        return cmd.parser.parse_args(arg_split(rest))
+        return cmd.parser.parse_args(words)
     except UsageError as exc:
         raise UsageError(
             f"`%lion {cmd.name} {rest}`: {exc}. `%lion help {cmd.name}` shows its usage."
@@ -116,7 +122,7 @@ async def dispatch_async(magics: Any, line: str) -> Any:
 
 
 def _prompt(opts: Any) -> str:
-    text = getattr(opts, "prompt", "")
+    text = opts.prompt
     if not text.strip():
         raise UsageError('`%lion ask` needs an instruction: `%lion ask "What is {x}?"`.')
     return text
@@ -222,7 +228,9 @@ def _new(magics: Any, args: Any) -> Any:
 
     state = magics.state
     if state.branch(args.name) is not None:
-        raise UsageError(f"`%lion new {args.name}`: that branch exists; `%lion switch {args.name}` uses it.")
+        raise UsageError(
+            f"`%lion new {args.name}`: that branch exists; `%lion switch {args.name}` uses it."
+        )
     model = model_for(magics, args.model, None) if args.model else default_model(magics)
     branch = state.session.new_branch(name=args.name, system=args.system, chat_model=model)
     state.set_active(branch)
@@ -238,12 +246,16 @@ def _new(magics: Any, args: Any) -> Any:
 def _clone(magics: Any, args: Any) -> None:
     state = magics.state
     if state.branch(args.name) is not None:
-        raise UsageError(f"`%lion clone {args.name}`: a branch with that name exists; pick another name.")
+        raise UsageError(
+            f"`%lion clone {args.name}`: a branch with that name exists; pick another name."
+        )
     source = _branch(magics, args.source)
     copy = state.session.split(source)
     copy.name = args.name
     state.set_active(copy)
-    print(f"Cloned `{source.name}` into `{args.name}` ({len(copy.messages)} messages); it is now active.")
+    print(
+        f"Cloned `{source.name}` into `{args.name}` ({len(copy.messages)} messages); it is now active."
+    )
 
 
 @command("remove", "Remove a branch from the session (alias: rm).", arg("name"))
@@ -251,7 +263,9 @@ def _remove(magics: Any, args: Any) -> None:
     state = magics.state
     branch = _branch(magics, args.name)
     if state.busy(branch) is not None:
-        raise UsageError(f"`%lion remove {args.name}`: a background run is using it; cancel it first.")
+        raise UsageError(
+            f"`%lion remove {args.name}`: a background run is using it; cancel it first."
+        )
     state.session.remove_branch(branch)
     now = state.branch()
     print(f"Removed `{args.name}`." + (f" Active branch: `{now.name}`." if now is not None else ""))

@@ -31,11 +31,18 @@ def _models(magics: Any, args: Any) -> Table:
 
     state = magics.state
     rows = [
-        {"name": b.name or str(b.id), "kind": "branch", "model": _model_label(b.chat_model),
-         "cli": "yes" if b.chat_model.is_cli else ""}
+        {
+            "name": b.name or str(b.id),
+            "kind": "branch",
+            "model": _model_label(b.chat_model),
+            "cli": "yes" if b.chat_model.is_cli else "",
+        }
         for b in state.session.branches
     ]
-    rows += [{"name": k, "kind": "alias", "model": v, "cli": ""} for k, v in sorted(magics.aliases.items())]
+    rows += [
+        {"name": k, "kind": "alias", "model": v, "cli": ""}
+        for k, v in sorted(magics.aliases.items())
+    ]
     default = magics.default_model or "/".join(default_chat_model())
     rows.append({"name": "(new branches)", "kind": "default", "model": default, "cli": ""})
     providers = ", ".join(sorted([*ENDPOINTS, *PRESETS]))
@@ -67,7 +74,11 @@ def _model(magics: Any, args: Any) -> None:
 def _alias(magics: Any, args: Any) -> Any:
     aliases = dict(magics.aliases)
     if args.name is None:
-        return Table(["alias", "model"], [{"alias": k, "model": v} for k, v in sorted(aliases.items())], title="aliases")
+        return Table(
+            ["alias", "model"],
+            [{"alias": k, "model": v} for k, v in sorted(aliases.items())],
+            title="aliases",
+        )
     if args.remove:
         if aliases.pop(args.name, None) is None:
             raise UsageError(f"`%lion alias --remove {args.name}`: no such alias.")
@@ -97,7 +108,9 @@ def _tool(magics: Any, args: Any) -> None:
     if args.remove:
         for name in args.names:
             if name not in branch.tools:
-                raise UsageError(f"`%lion tool --remove {name}`: branch `{branch.name}` has no tool `{name}`.")
+                raise UsageError(
+                    f"`%lion tool --remove {name}`: branch `{branch.name}` has no tool `{name}`."
+                )
             branch.acts.remove_tool(name)
         print(f"Removed from `{branch.name}`: {', '.join(args.names)}.")
         return
@@ -194,11 +207,19 @@ def _no_runs(magics: Any, what: str) -> None:
         )
 
 
-@command("save", "Save the session to a JSON file (no keys, tools or operations).", arg("path", nargs="?"))
+@command(
+    "save",
+    "Save the session to a JSON file (no keys, tools or operations).",
+    arg("path", nargs="?"),
+)
 def _save(magics: Any, args: Any) -> None:
     state = magics.state
     path = _path(magics, args.path)
-    data = {"format": FILE_FORMAT, "active": state.active, "session": state.session.to_dict(mode="json")}
+    data = {
+        "format": FILE_FORMAT,
+        "active": state.active,
+        "session": state.session.to_dict(mode="json"),
+    }
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
     os.replace(tmp, path)
@@ -214,7 +235,9 @@ def _load(magics: Any, args: Any) -> None:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise UsageError(f"`%lion load`: no file `{path}`. Save one first with `%lion save`.") from None
+        raise UsageError(
+            f"`%lion load`: no file `{path}`. Save one first with `%lion save`."
+        ) from None
     except ValueError as exc:
         raise UsageError(f"`%lion load`: `{path}` is not JSON ({exc}).") from None
     if not isinstance(data, dict) or data.get("format") != FILE_FORMAT:
@@ -251,7 +274,9 @@ def _reset(magics: Any, args: Any) -> None:
         return
     branch = _branch(magics, args.branch)
     if state.busy(branch) is not None:
-        raise UsageError(f"`%lion reset`: a background run is using `{branch.name}`; cancel it first.")
+        raise UsageError(
+            f"`%lion reset`: a background run is using `{branch.name}`; cancel it first."
+        )
     branch.msgs.clear_messages()
     print(f"Cleared `{branch.name}`.")
 
@@ -271,7 +296,12 @@ def _config(magics: Any, args: Any) -> Any:
     traits = magics.traits(config=True)
     if args.name is None:
         rows = [
-            {"option": n, "value": json.dumps(getattr(magics, n)), "env": ENV.get(n, ""), "help": t.help}
+            {
+                "option": n,
+                "value": json.dumps(getattr(magics, n)),
+                "env": ENV.get(n, ""),
+                "help": t.help,
+            }
             for n, t in sorted(traits.items())
         ]
         return Table(["option", "value", "env", "help"], rows, title="LionMagics configuration")
@@ -298,7 +328,13 @@ def _config(magics: Any, args: Any) -> Any:
 @command("runs", "List the background runs.")
 def _runs(magics: Any, args: Any) -> Table:
     rows = [
-        {"id": h.id, "branch": h.branch.name, "status": h.status, "seconds": f"{h.elapsed:.1f}", "prompt": h.label}
+        {
+            "id": h.id,
+            "branch": h.branch.name,
+            "status": h.status,
+            "seconds": f"{h.elapsed:.1f}",
+            "prompt": h.label,
+        }
         for h in magics.state.runs.values()
     ]
     return Table(["id", "branch", "status", "seconds", "prompt"], rows, title="background runs")
@@ -316,7 +352,9 @@ def _cancel(magics: Any, args: Any) -> None:
         chosen = [h for h in runs.values() if not h.done()]
     elif args.id is not None:
         if args.id not in runs:
-            raise UsageError(f"`%lion cancel {args.id}`: no background run {args.id} (`%lion runs` lists them).")
+            raise UsageError(
+                f"`%lion cancel {args.id}`: no background run {args.id} (`%lion runs` lists them)."
+            )
         chosen = [runs[args.id]]
     else:
         raise UsageError("`%lion cancel` needs a run id (`%lion runs` lists them) or `--all`.")

@@ -152,7 +152,9 @@ class HandleView(TurnView):
 
         info = self.info
         state = status or ("running…" if streaming else "")
-        head = " · ".join(p for p in (info.branch, info.operation, info.model, state, info.note) if p)
+        head = " · ".join(
+            p for p in (info.branch, info.operation, info.model, state, info.note) if p
+        )
         text = "".join(self._text)
         steps = "\n".join(self._steps)
         plain = "\n".join(part for part in (f"[{head}]", steps, text) if part)

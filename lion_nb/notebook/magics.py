@@ -17,17 +17,17 @@ import os
 import warnings
 from typing import Any
 
-from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
 from traitlets import Bool, Dict, Enum, Float, Int, TraitError, Unicode
 
 from .options import (
+    FORMATS,
     OPTION_STRINGS,
     POLICIES,
     TurnOptions,
     parse_with_hint,
     turn_parser,
 )
-from .render import FORMATS
 from .runner import run_sync
 
 __all__ = ["ENV", "LionMagics"]
@@ -61,17 +61,19 @@ class LionMagics(Magics):
         config=True
     )
     rerun = Enum(
-        POLICIES, "fork", help="What re-running a cell does to its earlier turn: fork, append, replace."
+        POLICIES,
+        "fork",
+        help="What re-running a cell does to its earlier turn: fork, append, replace.",
     ).tag(config=True)
     aliases = Dict(
         {}, help="Model aliases, name -> provider/model (e.g. {'fast': 'openai/gpt-4o-mini'})."
     ).tag(config=True)
-    interpolate = Bool(True, help="Interpolate {...} in prompts (a cell can opt out with --raw).").tag(
-        config=True
-    )
-    max_updates_per_second = Float(20.0, help="Most display updates a streaming turn makes a second.").tag(
-        config=True
-    )
+    interpolate = Bool(
+        True, help="Interpolate {...} in prompts (a cell can opt out with --raw)."
+    ).tag(config=True)
+    max_updates_per_second = Float(
+        20.0, help="Most display updates a streaming turn makes a second."
+    ).tag(config=True)
     signal_log_size = Int(1000, help="How many signals `%lion signals` keeps.").tag(config=True)
     await_cells = Bool(
         True, help="Run %%lion cells as top-level awaits on the kernel's loop (recommended)."
@@ -115,6 +117,7 @@ class LionMagics(Magics):
         return state
 
     # -- %%lion --------------------------------------------------------------------------------
+    @no_var_expand  # one interpolation pass, ours: IPython must not expand {x} / $x first
     @cell_magic("lion")
     def lion_cell(self, line: str, cell: str) -> None:
         run_sync(self.run_cell_async(line, cell))
@@ -126,11 +129,8 @@ class LionMagics(Magics):
 
     def parse_turn(self, line: str, magic: str, *, prompt: bool = False) -> TurnOptions:
         parser = _TURN_PARSER if not prompt else _ask_parser()
-        args = parse_with_hint(parser.parse_argstring, line, magic, OPTION_STRINGS)
-        opts = TurnOptions.from_args(args, default_format=self.output_format)
-        if prompt:
-            opts.prompt = " ".join(args.prompt)  # type: ignore[attr-defined]
-        return opts
+        args = parse_with_hint(parser, line, magic, OPTION_STRINGS)
+        return TurnOptions.from_args(args, default_format=self.output_format)
 
     async def turn(self, opts: TurnOptions, body: str, *, cell_value: bool) -> Any:
         """Interpolate, plan and run one turn; with ``--bg``, return its handle at once."""
@@ -142,6 +142,7 @@ class LionMagics(Magics):
         return await run_foreground(self, plan, view, cell_value=cell_value)
 
     # -- %lion ---------------------------------------------------------------------------------
+    @no_var_expand
     @line_magic("lion")
     def lion_line(self, line: str) -> Any:
         from .commands import dispatch, is_async
@@ -190,4 +191,3 @@ def _from_env(trait: Any, raw: str) -> Any:
 
 
 LionMagics.lion_cell.__doc__ = _TURN_PARSER.format_help()
-

@@ -19,24 +19,25 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
-from .render import FORMATS
-
 __all__ = [
     "BUILTIN_OPERATIONS",
+    "FORMATS",
     "OPTION_STRINGS",
-    "turn_parser",
     "POLICIES",
     "TurnOptions",
     "parse_with_hint",
     "resolve_model",
     "resolve_response_format",
     "resolve_tools",
+    "split_line",
+    "turn_parser",
     "validate_name",
 ]
 
 #: operations every branch has; anything else must be registered on the Session
 BUILTIN_OPERATIONS = ("chat", "communicate", "operate", "run", "ReAct", "interpret", "parse")
 POLICIES = ("fork", "append", "replace")
+FORMATS = ("markdown", "code", "json", "html", "text")
 _NO_TOOL_OPERATIONS = ("chat", "communicate", "run", "interpret", "parse")
 
 TURN_EXAMPLES = """
@@ -74,17 +75,72 @@ def turn_parser(prog: str, *, prompt: bool = False) -> Any:
         formatter_class=MagicHelpFormatter,
     )
     add = p.add_argument
-    add("-b", "--branch", metavar="NAME", help="branch to use; created if new (default: the active branch)")
-    add("-m", "--model", metavar="MODEL", help="an alias, an iModel variable, or provider/model; on an existing branch, for this turn only")
-    add("-s", "--system", metavar="TEXT", help="system prompt (a new branch, or one with no conversation yet)")
-    add("--op", metavar="OPERATION", help="chat, communicate (default), operate, run (CLI agents; default for them), ReAct, interpret, parse, or a registered operation")
-    add("-r", "--response-format", metavar="MODEL", help="pydantic model (a name in the notebook, or a dotted import path); the result is an instance of it")
-    add("-t", "--tools", metavar="FUNCS", action="append", help="notebook functions the model may call, comma-separated or repeated (implies --op operate)")
-    add("-o", "--out", metavar="VAR", help="also bind the result to this variable (the result is always Out[n])")
-    add("-f", "--format", metavar="FORMAT", choices=FORMATS, help="output: markdown (default), code (into a new cell below, never run), json, html (sanitized), text")
-    add("-q", "--quiet", action="store_true", help="show nothing; the result is still bound and in Out[n]")
-    add("--bg", action="store_true", help="run in the background: return a handle at once (await it, or .cancel() it)")
-    add("--policy", metavar="POLICY", choices=POLICIES, help="what re-running this cell does: fork (default), append, replace")
+    add(
+        "-b",
+        "--branch",
+        metavar="NAME",
+        help="branch to use; created if new (default: the active branch)",
+    )
+    add(
+        "-m",
+        "--model",
+        metavar="MODEL",
+        help="an alias, an iModel variable, or provider/model; on an existing branch, for this turn only",
+    )
+    add(
+        "-s",
+        "--system",
+        metavar="TEXT",
+        help="system prompt (a new branch, or one with no conversation yet)",
+    )
+    add(
+        "--op",
+        metavar="OPERATION",
+        help="chat, communicate (default), operate, run (CLI agents; default for them), ReAct, interpret, parse, or a registered operation",
+    )
+    add(
+        "-r",
+        "--response-format",
+        metavar="MODEL",
+        help="pydantic model (a name in the notebook, or a dotted import path); the result is an instance of it",
+    )
+    add(
+        "-t",
+        "--tools",
+        metavar="FUNCS",
+        action="append",
+        help="notebook functions the model may call, comma-separated or repeated (implies --op operate)",
+    )
+    add(
+        "-o",
+        "--out",
+        metavar="VAR",
+        help="also bind the result to this variable (the result is always Out[n])",
+    )
+    add(
+        "-f",
+        "--format",
+        metavar="FORMAT",
+        choices=FORMATS,
+        help="output: markdown (default), code (into a new cell below, never run), json, html (sanitized), text",
+    )
+    add(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="show nothing; the result is still bound and in Out[n]",
+    )
+    add(
+        "--bg",
+        action="store_true",
+        help="run in the background: return a handle at once (await it, or .cancel() it)",
+    )
+    add(
+        "--policy",
+        metavar="POLICY",
+        choices=POLICIES,
+        help="what re-running this cell does: fork (default), append, replace",
+    )
     add("--raw", action="store_true", help="send the text as written: no {...} interpolation")
     add("--max-extensions", metavar="N", type=int, help="ReAct: extra reasoning rounds (default 3)")
     if prompt:
@@ -93,8 +149,19 @@ def turn_parser(prog: str, *, prompt: bool = False) -> Any:
 
 
 OPTION_STRINGS = [
-    "--branch", "--model", "--system", "--op", "--response-format", "--tools", "--out",
-    "--format", "--quiet", "--bg", "--policy", "--raw", "--max-extensions",
+    "--branch",
+    "--model",
+    "--system",
+    "--op",
+    "--response-format",
+    "--tools",
+    "--out",
+    "--format",
+    "--quiet",
+    "--bg",
+    "--policy",
+    "--raw",
+    "--max-extensions",
 ]
 
 
@@ -115,6 +182,7 @@ class TurnOptions:
     policy: str | None = None
     raw: bool = False
     extensions: int | None = None
+    prompt: str = ""  # ``%lion ask``: the instruction given on the line
 
     @classmethod
     def from_args(cls, args: Any, *, default_format: str) -> TurnOptions:
@@ -135,6 +203,7 @@ class TurnOptions:
             policy=args.policy,
             raw=args.raw,
             extensions=args.max_extensions,
+            prompt=" ".join(getattr(args, "prompt", None) or ()),
         )
         opts.check()
         return opts
@@ -173,10 +242,24 @@ def validate_name(name: str, option: str) -> str:
     return name
 
 
-def parse_with_hint(parse: Callable[[str], Any], line: str, magic: str, options: list[str]) -> Any:
-    """``parse(line)``, with argparse's complaint turned into a message that gives the fix."""
+def split_line(line: str, magic: str) -> list[str]:
+    """Shell-like words of ``line`` (quotes group and are removed, as in a terminal)."""
+    from IPython.utils.process import arg_split
+
     try:
-        return parse(line)
+        return arg_split(line, posix=True, strict=True)
+    except ValueError as exc:
+        raise UsageError(
+            f"`{magic} {line.strip()}`: {exc} -- close the quote, or quote the text with the "
+            'other kind ("it\'s").'
+        ) from None
+
+
+def parse_with_hint(parser: Any, line: str, magic: str, options: list[str]) -> Any:
+    """``parser`` applied to ``line``, argparse's complaint turned into a message with the fix."""
+    words = split_line(line, magic)
+    try:
+        return parser.parse_args(words)
     except UsageError as exc:
         message = str(exc)
         hint = f"See `{magic}?` for every option."
@@ -223,7 +306,9 @@ def resolve_tools(names: list[str], namespace: Mapping[str, Any]) -> list[Callab
     for name in names:
         obj = namespace.get(name)
         if obj is None:
-            close = difflib.get_close_matches(name, [k for k in namespace if not k.startswith("_")], n=1)
+            close = difflib.get_close_matches(
+                name, [k for k in namespace if not k.startswith("_")], n=1
+            )
             maybe = f" Did you mean `{close[0]}`?" if close else ""
             raise UsageError(
                 f"`--tools {name}`: no function named `{name}` in the notebook namespace.{maybe} "

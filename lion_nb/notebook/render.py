@@ -17,10 +17,9 @@ from typing import Any
 
 from ._sanitize import sanitize_html
 from .interpolate import format_value
+from .options import FORMATS
 
 __all__ = ["FORMATS", "Table", "extract_code", "markdown_html", "mime_bundle", "to_json"]
-
-FORMATS = ("markdown", "code", "json", "html", "text")
 
 _md = None
 _FENCE = re.compile(r"^(```|~~~)[ \t]*([\w+#.-]*)[^\n]*\n(.*?)^\1[ \t]*$", re.S | re.M)
@@ -117,9 +116,13 @@ class Table:
         cells = [[_short(v, 60).replace("\n", " ") for v in row] for row in self._cells()]
         widths = [max([len(c), *(len(r[i]) for r in cells)]) for i, c in enumerate(self.columns)]
         lines = [self.title] if self.title else []
-        lines.append("  ".join(c.ljust(w) for c, w in zip(self.columns, widths)).rstrip())
+        lines.append(
+            "  ".join(c.ljust(w) for c, w in zip(self.columns, widths, strict=True)).rstrip()
+        )
         lines.append("  ".join("-" * w for w in widths))
-        lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in cells]
+        lines += [
+            "  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in cells
+        ]
         if not self.rows:
             lines.append("(none)")
         return "\n".join(lines)

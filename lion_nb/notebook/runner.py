@@ -59,7 +59,11 @@ def _lion_magic_call(node: ast.AST) -> tuple[str, list[str]] | None:
     ):
         return None
     args = node.args
-    if node.keywords or not args or not all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in args):
+    if (
+        node.keywords
+        or not args
+        or not all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in args)
+    ):
         return None
     if args[0].value != "lion":
         return None
@@ -68,7 +72,10 @@ def _lion_magic_call(node: ast.AST) -> tuple[str, list[str]] | None:
 
 
 def _rewrite_line(line: str) -> str | None:
-    if not line.startswith(("get_ipython().run_", )) and "get_ipython().run_line_magic('lion'" not in line:
+    if (
+        not line.startswith(("get_ipython().run_",))
+        and "get_ipython().run_line_magic('lion'" not in line
+    ):
         return None
     if line[:1].isspace():
         return None

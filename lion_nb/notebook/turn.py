@@ -59,7 +59,6 @@ def plan_turn(magics: Any, opts: TurnOptions, text: str) -> TurnPlan:
     """Resolve ``opts`` against the notebook namespace and the Session."""
     state, ns = magics.state, magics.shell.user_ns
     session = state.session
-    aliases = dict(magics.aliases)
     rf = resolve_response_format(opts.response_format, ns) if opts.response_format else None
     tools = resolve_tools(opts.tools, ns)
     model = None
@@ -82,12 +81,15 @@ def plan_turn(magics: Any, opts: TurnOptions, text: str) -> TurnPlan:
             "`.cancel()` its handle, or use another branch (`-b NAME`)."
         )
     chat_model = model or branch.chat_model
-    op = opts.op or ("run" if chat_model.is_cli else "operate" if tools else "communicate")
+    op = opts.op or (
+        "run" if chat_model.is_cli else "operate" if tools or branch.tools else "communicate"
+    )
     _check_operation(op, branch, chat_model, opts)
     cell = cells.current_cell(magics.shell, state.hooked_cell_id)
     policy = opts.policy or magics.rerun
     target, kept_as = cells.apply_policy(session, branch, cell, policy)
-    state.set_active(target)
+    if kept_as is not None or branch.name == state.active:
+        state.set_active(target)  # a fork becomes the active branch
     return TurnPlan(
         branch=target,
         text=text,
@@ -125,7 +127,7 @@ def set_system(branch: Any, text: str) -> None:
     if any(m.kind != "system" for m in branch.messages):
         raise UsageError(
             f"`--system`: branch `{branch.name}` already has a conversation, so its system "
-            f"prompt is fixed. Start a new branch with it: `%%lion -b NEW --system \"...\"`."
+            f'prompt is fixed. Start a new branch with it: `%%lion -b NEW --system "..."`.'
         )
     branch.msgs.add_message(system=text)
 
@@ -133,7 +135,9 @@ def set_system(branch: Any, text: str) -> None:
 def _check_operation(op: str, branch: Any, model: Any, opts: TurnOptions) -> None:
     if op not in BUILTIN_OPERATIONS:
         if branch.get_operation(op) is None:
-            registered = sorted(branch._operation_manager.registry) if branch._operation_manager else []
+            registered = (
+                sorted(branch._operation_manager.registry) if branch._operation_manager else []
+            )
             extra = f" Registered: {', '.join(f'`{r}`' for r in registered)}." if registered else ""
             raise UsageError(
                 f"`--op {op}`: no such operation. Built in: "
@@ -173,6 +177,15 @@ def _model_for_turn(branch: Any, model: Any) -> Iterator[None]:
         branch.chat_model = saved
 
 
+def _offer_tools(branch: Any, tools: list[Any]) -> list[str] | None:
+    """Register the cell's tools on the branch (replacing an older definition of the same
+    name: redefining a function and re-running the cell is the notebook way) and return
+    their names; ``None`` when the cell names none."""
+    if not tools:
+        return None
+    return [branch.acts.register_tool(func, update=True).name for func in tools]
+
+
 async def _call(plan: TurnPlan, view: Any, session: Any) -> Any:
     branch, text, rf, op = plan.branch, plan.text, plan.response_format, plan.op
     if op == "communicate":
@@ -180,11 +193,13 @@ async def _call(plan: TurnPlan, view: Any, session: Any) -> Any:
     if op == "chat":
         return await branch.chat(text, response_format=rf)
     if op == "operate":
+        names = _offer_tools(branch, plan.tools)
+        actions = bool(names) or bool(branch.tools)  # tools registered with `%lion tool` too
         return await branch.operate(
-            instruction=text, response_format=rf, actions=bool(plan.tools), tools=plan.tools or None
+            instruction=text, response_format=rf, actions=actions, tools=names
         )
     if op == "ReAct":
-        kw: dict[str, Any] = {"tools": plan.tools or None, "response_format": rf}
+        kw: dict[str, Any] = {"tools": _offer_tools(branch, plan.tools), "response_format": rf}
         if plan.options.extensions is not None:
             kw["max_extensions"] = plan.options.extensions
         return await branch.ReAct({"instruction": text}, **kw)
@@ -231,7 +246,7 @@ async def execute(plan: TurnPlan, view: Any, session: Any) -> Any:
         import anyio
 
         interrupted = isinstance(exc, (anyio.get_cancelled_exc_class(), KeyboardInterrupt))
-        view.fail(exc, interrupted=interrupted)
+        view.fail(_provider_error(exc) or exc, interrupted=interrupted)
         raise
     finally:
         subscription.cancel()
@@ -248,8 +263,10 @@ def prepare(magics: Any, opts: TurnOptions, body: str) -> tuple[TurnPlan, Any]:
     from .interpolate import interpolate
 
     state = magics.state
-    text = body if opts.raw or not magics.interpolate else interpolate(
-        body, magics.shell.user_ns, state.specials()
+    text = (
+        body
+        if opts.raw or not magics.interpolate
+        else interpolate(body, magics.shell.user_ns, state.specials())
     )
     text = text.rstrip().lstrip("\n")
     if not text:
@@ -359,27 +376,33 @@ def _as_usage_error(exc: BaseException) -> BaseException:
     return exc
 
 
+def _provider_error(exc: BaseException) -> BaseException | None:
+    """The provider's own error behind ``exc`` (itself, or in its cause chain), if any."""
+    from ..errors import ProviderError
+
+    chain: BaseException | None = exc
+    seen: set[int] = set()
+    while chain is not None and id(chain) not in seen:
+        seen.add(id(chain))
+        if isinstance(chain, ProviderError):
+            return chain
+        chain = chain.__cause__ or chain.__context__
+    return None
+
+
 def _presentable(exc: BaseException) -> BaseException:
     """The error a cell shows: the user's mistakes as `UsageError`, a provider's failure as
     one line in the provider's own words (the traceback stays on ``exc`` for ``%debug``)."""
     import re
 
-    from ..errors import LionError, ProviderError
+    from ..errors import LionError
 
     if isinstance(exc, UsageError):
         return exc
     converted = _as_usage_error(exc)
     if converted is not exc:
         return converted
-    chain, seen = exc, set()
-    provider = None
-    while chain is not None and id(chain) not in seen:
-        seen.add(id(chain))
-        if isinstance(chain, ProviderError):
-            provider = chain
-            break
-        chain = chain.__cause__ or chain.__context__
-    shown = provider or (exc if isinstance(exc, LionError) else None)
+    shown = _provider_error(exc) or (exc if isinstance(exc, LionError) else None)
     if shown is None:
         return exc
     text = f"{type(shown).__name__}: {shown}"

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field
 
 from ..session.lifecycle import nested_turns
-from .operate import operate, operative_model, prepare_operate_kw
+from .operate_op import operate, operative_model, prepare_operate_kw
 
 if TYPE_CHECKING:
     from ..session.branch import Branch
@@ -132,7 +132,7 @@ async def ReActStream(
     bound = extension_bound(max_extensions) if extension_allowed else 0
     ins = _instruct(instruct)
     if interpret:
-        from .interpret import interpret as rewrite
+        from .interpret_op import interpret as rewrite
         from .types import InterpretParam
 
         param = InterpretParam(

@@ -98,7 +98,7 @@ class BranchVerbs:
         """One unrecorded model call. Returns the response text, or the (instruction,
         response) pair when ``return_ins_res_message=True`` -- the flag decides, and the
         overloads say so (the original annotation claimed the pair for both)."""
-        from ..operations.chat import chat
+        from ..operations.chat_op import chat
         from ..operations.types import ChatParam
 
         param = ChatParam(
@@ -153,7 +153,7 @@ class BranchVerbs:
     ) -> Any:
         """A recorded model call (instruction and response appended), parsed into
         ``response_format`` or ``request_fields`` when given."""
-        from ..operations.communicate import communicate
+        from ..operations.communicate_op import communicate
         from ..operations.types import ChatParam, ParseParam
 
         chat_param = ChatParam(
@@ -207,7 +207,7 @@ class BranchVerbs:
         **kwargs: Any,
     ) -> AsyncGenerator[RoledMessage, None]:
         """Stream a CLI agent's turn, recording and yielding each message as it arrives."""
-        from ..operations.run import run
+        from ..operations.run_op import run
         from ..operations.types import RunParam
 
         extra: dict[str, Any] = {}
@@ -248,7 +248,7 @@ class BranchVerbs:
     ) -> Any:
         """Turn text into ``response_format`` (repairing JSON, asking the parse model to fix
         what cannot be repaired, up to ``max_retries`` times). Nothing is recorded."""
-        from ..operations.parse import parse
+        from ..operations.parse_op import parse
         from ..operations.types import ParseParam
 
         param = ParseParam(
@@ -272,7 +272,7 @@ class BranchVerbs:
     ) -> list[ActionResponse]:
         """Run tool calls and record each request and response; each call's error is
         contained in its response."""
-        from ..operations.act import act
+        from ..operations.act_op import act
         from ..operations.types import ActionParam
 
         param = ActionParam(strategy=strategy, suppress_errors=suppress_errors, verbose=verbose)
@@ -280,8 +280,8 @@ class BranchVerbs:
 
     async def operate(self, instruction: Any = None, **kwargs: Any) -> Any:
         """One exchange through a Middle, then validation and tool calls (ADR-0022 of this
-        project). Keywords: see `lion_nb.operations.operate.prepare_operate_kw`."""
-        from ..operations.operate import operate, prepare_operate_kw
+        project). Keywords: see `lion_nb.operations.operate_op.prepare_operate_kw`."""
+        from ..operations.operate_op import operate, prepare_operate_kw
 
         return await observed_run(
             self,
@@ -299,7 +299,7 @@ class BranchVerbs:
         **kwargs: Any,
     ) -> str:
         """Rewrite a rough request into a clear, self-contained prompt. Nothing is recorded."""
-        from ..operations.interpret import interpret
+        from ..operations.interpret_op import interpret
         from ..operations.types import InterpretParam
 
         param = InterpretParam(
@@ -312,9 +312,7 @@ class BranchVerbs:
         return await interpret(self, text, param)
 
     # -- ReAct ------------------------------------------------------------------------------------
-    async def ReAct(  # noqa: N802 - the specification's name
-        self, instruct: Any, *, max_extensions: int | None = 3, **kwargs: Any
-    ) -> Any:
+    async def ReAct(self, instruct: Any, *, max_extensions: int | None = 3, **kwargs: Any) -> Any:
         """Reason, act with tools, and extend up to ``max_extensions`` rounds (default 3),
         then answer. Runs as one observed run; its inner turns are nested."""
         from ..operations.react import ReAct
@@ -323,7 +321,7 @@ class BranchVerbs:
             self, ReAct(self, instruct, max_extensions=max_extensions, **kwargs), "ReAct"
         )
 
-    async def ReActStream(  # noqa: N802 - the specification's name
+    async def ReActStream(
         self, instruct: Any, *, max_extensions: int | None = 0, **kwargs: Any
     ) -> AsyncGenerator[Any, None]:
         """ReAct yielding each round's analysis as it completes. No extension rounds unless

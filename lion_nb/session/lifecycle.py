@@ -40,7 +40,7 @@ def in_nested_turn() -> bool:
     return _NESTED.get()
 
 
-class nested_turns:  # noqa: N801 - used as a context manager, reads like one
+class nested_turns:
     """Mark everything inside as nested: no lifecycle of its own."""
 
     __slots__ = ("_token",)

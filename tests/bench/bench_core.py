@@ -22,7 +22,11 @@ def import_time_ms(runs: int = 7) -> float:
         "print((time.perf_counter() - t) * 1e3)"
     )
     samples = [
-        float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+        float(
+            subprocess.run(
+                [sys.executable, "-c", code], capture_output=True, text=True, check=True
+            ).stdout
+        )
         for _ in range(runs)
     ]
     return statistics.median(samples)
@@ -103,7 +107,9 @@ def main() -> None:
     dump_ms, load_ms = serialization_ms()
     print(f"to_dict, 10,000 messages       {dump_ms:8.1f} ms   (target <= 40 ms)")
     print(f"from_dict, 10,000 messages     {load_ms:8.1f} ms   (target <= 150 ms)")
-    print(f"communicate(), history cleared {communicate_overhead_us():8.1f} us   (target <= 150 us)")
+    print(
+        f"communicate(), history cleared {communicate_overhead_us():8.1f} us   (target <= 150 us)"
+    )
     first, last = communicate_growth()
     print(
         f"communicate(), growing to 2,000 messages: first 100 {first:.1f} us, last 100 "

@@ -14,9 +14,11 @@ def ip():
 
     start_ipython()
     shell = InteractiveShell.instance()
+    shell.config.pop("LionMagics", None)  # `%config` values of an earlier test
     shell.run_line_magic("reset", "-f")
     reset_notebook_state()
     shell.run_line_magic("load_ext", "lion_nb")
     yield shell
     shell.run_line_magic("unload_ext", "lion_nb")
+    shell.config.pop("LionMagics", None)
     reset_notebook_state()

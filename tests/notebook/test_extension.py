@@ -39,8 +39,12 @@ def test_unload_undoes_everything_and_load_again_works(ip):
     assert "LionMagics" not in ip.magics_manager.registry
     assert not any(isinstance(c, LionMagics) for c in ip.configurables)
     assert await_transformer not in ip.input_transformers_post
-    assert not any("lion_nb" in getattr(cb, "__module__", "") for cb in ip.events.callbacks["pre_run_cell"])
-    assert not any("lion_nb" in getattr(cb, "__module__", "") for cb in ip.events.callbacks["post_run_cell"])
+    assert not any(
+        "lion_nb" in getattr(cb, "__module__", "") for cb in ip.events.callbacks["pre_run_cell"]
+    )
+    assert not any(
+        "lion_nb" in getattr(cb, "__module__", "") for cb in ip.events.callbacks["post_run_cell"]
+    )
     ran = run(ip, "%%lion\nhello")
     assert ran.error is not None  # the magic is gone
     # the conversation is the user's: it survives unloading
@@ -82,7 +86,9 @@ def test_load_ext_imports_no_provider_widget_markdown_or_core_code():
         m
         for m in new
         if m.split(".")[0] in ("httpx", "ipywidgets", "markdown_it", "pydantic", "anyio")
-        or m.startswith(("lion_nb.models", "lion_nb.session", "lion_nb.operations", "lion_nb.widgets"))
+        or m.startswith(
+            ("lion_nb.models", "lion_nb.session", "lion_nb.operations", "lion_nb.widgets")
+        )
     ]
     assert heavy == [], heavy
     assert "lion_nb.notebook.magics" in new

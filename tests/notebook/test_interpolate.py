@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 from IPython.core.error import UsageError
-from tests.notebook.nbshell import run, usage_error
 from pydantic import BaseModel
 
 from lion_nb.notebook.interpolate import format_value, interpolate
 from lion_nb.notebook.lasterror import ErrorLog
+from tests.notebook.nbshell import run, usage_error
 
 
 def test_name_and_expression_are_interpolated():
@@ -27,7 +27,10 @@ def test_a_value_holding_braces_is_inserted_verbatim_and_never_interpolated_agai
 def test_literal_dict_in_a_prompt_survives():
     ns = {"a": 99}
     assert interpolate("Return JSON like {'a': 1}.", ns) == "Return JSON like {'a': 1}."
-    assert interpolate('Shape: {"k": [1, 2], "n": {"m": 3}}', ns) == 'Shape: {"k": [1, 2], "n": {"m": 3}}'
+    assert (
+        interpolate('Shape: {"k": [1, 2], "n": {"m": 3}}', ns)
+        == 'Shape: {"k": [1, 2], "n": {"m": 3}}'
+    )
 
 
 def test_braces_without_a_name_stay_as_written():
@@ -100,12 +103,14 @@ def test_in_out_and_the_last_error_reach_the_prompt(ip):
     run(ip, "21 * 2")
     out_count = ip.execution_count - 1
     run(ip, "1 / 0")
-    ran = run(ip, f"%%lion -o said\nIn: {{In[{out_count}]}} Out: {{Out[{out_count}]}} x: {{x}}\n{{Err}}")
+    ran = run(
+        ip, f"%%lion -o said\nIn: {{In[{out_count}]}} Out: {{Out[{out_count}]}} x: {{x}}\n{{Err}}"
+    )
     assert ran.error is None, ran
     from lion_nb import current_session
 
     instruction = current_session().default_branch.messages[0].rendered
-    assert f"In: 21 * 2 Out: 42 x: {{secret}}" in instruction
+    assert "In: 21 * 2 Out: 42 x: {secret}" in instruction
     assert "hunter2" not in instruction
     assert "ZeroDivisionError: division by zero" in instruction
     assert "1 / 0" in instruction

@@ -26,7 +26,7 @@ import pytest
 from lion_nb import ActionRequest, ActionResponse, Branch
 from lion_nb.errors import ExecutionError
 from lion_nb.models.endpoints import ToolCall
-from lion_nb.operations.act import ActionRequestModel, act
+from lion_nb.operations.act_op import ActionRequestModel, act
 from lion_nb.operations.types import ActionParam
 
 

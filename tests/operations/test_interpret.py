@@ -15,7 +15,7 @@ import pytest
 
 from lion_nb import Branch, iModel
 from lion_nb.errors import ExecutionError
-from lion_nb.operations.interpret import interpret
+from lion_nb.operations.interpret_op import interpret
 from lion_nb.operations.types import InterpretParam
 
 

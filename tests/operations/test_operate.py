@@ -39,8 +39,8 @@ from pydantic import BaseModel
 
 from lion_nb import ActionResponse, Branch, RunEnd, RunStart, Signal, iModel
 from lion_nb.errors import ItemExistsError, ParseError
-from lion_nb.operations.communicate import communicate
-from lion_nb.operations.operate import operate, prepare_operate_kw
+from lion_nb.operations.communicate_op import communicate
+from lion_nb.operations.operate_op import operate, prepare_operate_kw
 
 
 class Weather(BaseModel):
@@ -390,3 +390,21 @@ def test_prepare_operate_kw_builds_params_and_clamps_retries():
         lambda: operate(b, **prepare_operate_kw(b, instruction="q", response_format=Weather))
     )
     assert isinstance(out, Weather)
+
+
+def test_frozen_models_carry_action_results_and_model_strings_are_accepted():
+    from pydantic import ConfigDict
+
+    class Frozen(BaseModel):
+        model_config = ConfigDict(frozen=True)
+        city: str
+
+    answer = {
+        "city": "Oslo",
+        "action_requests": [{"function": "get_weather", "arguments": {"city": "Oslo"}}],
+    }
+    b = Branch(chat_model=_scripted(json.dumps(answer)))
+    out = _operate(b, instruction="q", response_format=Frozen, tools=[get_weather])
+    assert isinstance(out, Frozen) and out.action_responses[0].output["temp"] == 21.5
+    kw = prepare_operate_kw(b, instruction="q", chat_model="offline/auto")
+    assert kw["chat_param"].imodel.provider == "offline" and kw["chat_param"].imodel.model == "auto"

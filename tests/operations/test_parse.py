@@ -27,7 +27,7 @@ from pydantic import BaseModel
 from lion_nb import Branch, iModel
 from lion_nb._sentinel import Undefined
 from lion_nb.errors import ParseError
-from lion_nb.operations.parse import extract_json, fuzzy_validate_mapping, parse
+from lion_nb.operations.parse_op import extract_json, fuzzy_validate_mapping, parse
 from lion_nb.operations.types import ParseParam
 
 

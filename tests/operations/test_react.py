@@ -25,7 +25,7 @@ import pytest
 from pydantic import BaseModel
 
 from lion_nb import Branch, RunEnd, RunFailed, RunStart, Signal, iModel
-from lion_nb.operations.communicate import communicate
+from lion_nb.operations.communicate_op import communicate
 from lion_nb.operations.react import ReAct, ReActAnalysis, ReActStream, extension_bound
 from lion_nb.session.lifecycle import in_nested_turn
 

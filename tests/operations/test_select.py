@@ -20,7 +20,7 @@ import anyio
 import pytest
 
 from lion_nb import Branch, Session, iModel
-from lion_nb.operations.select import Selection, select
+from lion_nb.operations.select_op import Selection, select
 
 
 class Color(Enum):

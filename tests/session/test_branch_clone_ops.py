@@ -126,7 +126,9 @@ def test_connect_defaults_map_to_rate_limits():
     assert b.tools["ask_helper"] is tool
     answer = anyio.run(tool.call, {"instruction": "hello"})
     assert "hello" in answer
-    custom = Branch().connect("offline", model="auto", queue_capacity=10, capacity_refresh_time=1, name="t")
+    custom = Branch().connect(
+        "offline", model="auto", queue_capacity=10, capacity_refresh_time=1, name="t"
+    )
     assert custom.name == "t"
 
 

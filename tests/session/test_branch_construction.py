@@ -71,7 +71,7 @@ def test_tools_are_registered_and_duplicates_delegated():
     assert list(b.tools) == ["add"]
     with pytest.raises(ItemExistsError):
         Branch(tools=[add, add])
-    with pytest.raises(TypeError, match="not callable|pass a function"):
+    with pytest.raises(TypeError, match=r"not callable|pass a function"):
         Branch(tools=[42])
 
 
@@ -124,7 +124,9 @@ def test_lion_system_message_is_prepended():
 
 def test_template_arguments_warn_and_do_nothing():
     with pytest.warns(DeprecationWarning, match="no effect"):
-        b = Branch(system="plain", system_template="Hello {{name}}", system_template_context={"name": "x"})
+        b = Branch(
+            system="plain", system_template="Hello {{name}}", system_template_context={"name": "x"}
+        )
     assert b.system.system_message == "plain"
     with pytest.warns(DeprecationWarning):
         assert Branch(system_template_context={}).system is None

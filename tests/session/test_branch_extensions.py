@@ -138,6 +138,8 @@ def test_capability_signals_follow_message_added():
     assert structured[0].data.title == "ok"
     assert violations[0].payload.offending == ["secret"]
     assistant_added = next(
-        i for i, s in enumerate(seen) if isinstance(s, MessageAdded) and s.message.kind == "assistant_response"
+        i
+        for i, s in enumerate(seen)
+        if isinstance(s, MessageAdded) and s.message.kind == "assistant_response"
     )
     assert assistant_added < seen.index(structured[0])

@@ -70,7 +70,9 @@ def test_parse_model_serialized_only_when_distinct():
 
 
 def test_model_options_are_forwarded():
-    b = Branch(chat_model=iModel(provider="offline", model="auto", temperature=0.2, limit_requests=5))
+    b = Branch(
+        chat_model=iModel(provider="offline", model="auto", temperature=0.2, limit_requests=5)
+    )
     assert "options" not in b.to_dict()["chat_model"]
     data = b.to_dict(include_request_options=True, include_processor_config=True)
     assert data["chat_model"]["options"] == {"temperature": 0.2}
@@ -154,9 +156,17 @@ def test_distinct_parse_model_survives_round_trip():
     [
         ("not a dict", "takes the dict from `Branch.to_dict\\(\\)`"),
         ({"messages": [1, 2]}, 'stores `messages` as {"collections"'),
-        ({"messages": {"collections": [{"kind": "memo"}]}}, "malformed message at `messages.collections.0"),
         (
-            {"messages": {"collections": [], "progression": {"order": ["8f1c0c3e-5a4e-4c59-9a43-1b1b1b1b1b1b"]}}},
+            {"messages": {"collections": [{"kind": "memo"}]}},
+            "malformed message at `messages.collections.0",
+        ),
+        (
+            {
+                "messages": {
+                    "collections": [],
+                    "progression": {"order": ["8f1c0c3e-5a4e-4c59-9a43-1b1b1b1b1b1b"]},
+                }
+            },
             "progression does not match",
         ),
         ({"chat_model": {"model": "x"}}, "A serialized iModel is a dict with `provider`"),

@@ -35,7 +35,11 @@ def test_communicate_emits_one_start_and_one_end():
 
 
 def test_failure_emits_run_failed_and_propagates():
-    b = Branch(chat_model=iModel(provider="offline", model="scripted", responses=[{"error": "down", "status": 500}]))
+    b = Branch(
+        chat_model=iModel(
+            provider="offline", model="scripted", responses=[{"error": "down", "status": 500}]
+        )
+    )
     seen: list = []
     b.observe(Signal, seen.append)
     with pytest.raises(ExecutionError):
@@ -104,7 +108,14 @@ def test_facade_calls_inside_an_observed_run_are_nested():
     seen: list = []
     b.observe(RunStart, seen.append)
 
-    async def middle(branch, instruction, chat_param, parse_param=None, clear_messages=False, skip_validation=False):
+    async def middle(
+        branch,
+        instruction,
+        chat_param,
+        parse_param=None,
+        clear_messages=False,
+        skip_validation=False,
+    ):
         await branch.communicate("inner one")
         return await branch.communicate("inner two")
 

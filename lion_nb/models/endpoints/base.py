@@ -112,7 +112,7 @@ class CLIRequest:
     options: dict[str, Any] = field(default_factory=dict)
 
 
-class Endpoint(ABC):
+class Endpoint(ABC):  # noqa: B024 - the two families below are the abstract contracts
     """Base of all endpoints. ``config()`` is what serializes: never a secret."""
 
     provider: ClassVar[str] = ""
@@ -128,7 +128,7 @@ class Endpoint(ABC):
         """Serializable settings needed to rebuild this endpoint (no key, ever)."""
         return {}
 
-    async def aclose(self) -> None:
+    async def aclose(self) -> None:  # noqa: B027 - optional hook, a no-op by default
         """Release connections or processes."""
 
     def __repr__(self) -> str:

@@ -90,7 +90,7 @@ from ..protocols.messages import (
     AssistantResponse,
     RoledMessage,
 )
-from .chat import make_instruction
+from .chat_op import make_instruction
 from .types import ChatParam, ParseParam, RunParam
 
 if TYPE_CHECKING:
@@ -99,7 +99,7 @@ if TYPE_CHECKING:
 
 __all__ = ["run", "run_and_collect"]
 
-log = logging.getLogger("lion_nb.operations.run")
+log = logging.getLogger("lion_nb.operations.run_op")
 
 CLI_PROVIDERS = ("claude_code", "codex", "gemini_cli", "offline_cli")
 
@@ -486,8 +486,8 @@ async def run_and_collect(
     if skip_validation or parse_param is None or parse_param.response_format is None:
         return text
 
-    from .communicate import clamp_parse_retries
-    from .parse import parse_with_details
+    from .communicate_op import clamp_parse_retries
+    from .parse_op import parse_with_details
 
     target = parse_param.response_format
     name = getattr(target, "__name__", None) or "the response format"

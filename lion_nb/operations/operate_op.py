@@ -36,7 +36,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from ..errors import ParseError
 from ..protocols.messages import ActionRequest, AssistantResponse
-from .act import ActionRequestModel, ActionResponseModel, act, to_action_request
+from .act_op import ActionRequestModel, ActionResponseModel, act, to_action_request
 from .types import ActionParam, ChatParam, Middle, ParseParam
 
 if TYPE_CHECKING:
@@ -112,6 +112,15 @@ def _fields_with_requests(request_fields: Any, actions: bool) -> Any:
     return fields
 
 
+def _model(value: Any) -> Any:
+    """An iModel from a ``"provider/model"`` string or ``iModel.to_dict()`` output."""
+    if isinstance(value, (str, dict)):
+        from ..models.imodel import iModel
+
+        return iModel(model=value) if isinstance(value, str) else iModel.from_dict(value)
+    return value
+
+
 def prepare_operate_kw(
     branch: Branch,
     *,
@@ -141,7 +150,7 @@ def prepare_operate_kw(
 ) -> dict[str, Any]:
     """The keywords of `operate`, built from the facade's flat ones. Giving ``tools`` turns
     actions on; other keywords become model options."""
-    from .communicate import clamp_parse_retries
+    from .communicate_op import clamp_parse_retries
 
     if handle_validation not in ("raise", "return_value", "return_none"):
         raise ValueError(
@@ -149,6 +158,7 @@ def prepare_operate_kw(
             f"{handle_validation!r}."
         )
     suppress_errors = kwargs.pop("suppress_errors", True)
+    chat_model, parse_model = _model(chat_model), _model(parse_model)
     chat_param = ChatParam(
         guidance=guidance,
         context=context,
@@ -256,9 +266,8 @@ def _assemble(answer: Any, requests: list[ActionRequest], responses: list[Any]) 
     req = [ActionRequestModel(function=r.function, arguments=r.arguments) for r in requests]
     res = [ActionResponseModel.from_message(r) for r in responses if r is not None]
     if isinstance(answer, BaseModel) and "action_responses" in type(answer).model_fields:
-        answer.action_requests = req
-        answer.action_responses = res
-        return answer
+        # a copy with the fields set: works for frozen models too
+        return answer.model_copy(update={"action_requests": req, "action_responses": res})
     plain_req = [r.model_dump() for r in req]
     plain_res = [r.model_dump() for r in res]
     if isinstance(answer, dict):
@@ -302,9 +311,9 @@ async def operate(
         mid_parse = base.with_(response_format=target)
     if middle is None:
         if imodel.is_cli:
-            from .run import run_and_collect as middle
+            from .run_op import run_and_collect as middle
         else:
-            from .communicate import communicate as middle
+            from .communicate_op import communicate as middle
 
     order = branch.messages.progression.order
     mark = order[-1] if order else None
@@ -329,7 +338,7 @@ async def operate(
     answer = result
     if failure is None and target is not None and not _valid(result, target):
         if isinstance(result, (str, dict, BaseModel)) and (result or not native):
-            from .parse import parse
+            from .parse_op import parse
 
             try:
                 answer = await parse(branch, result, mid_parse.with_(handle_validation="raise"))

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ActionRequestModel", "ActionResponseModel", "act", "to_action_request"]
 
-logger = logging.getLogger("lion_nb.operations.act")
+logger = logging.getLogger("lion_nb.operations.act_op")
 
 
 class ActionRequestModel(BaseModel):

@@ -13,7 +13,7 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ParseError
-from .chat import chat
+from .chat_op import chat
 from .types import ChatParam, ParseParam
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ async def communicate(
         return res.response
 
     if parse_param is not None and parse_param.response_format is not None:
-        from .parse import parse_with_details
+        from .parse_op import parse_with_details
 
         target = parse_param.response_format
         name = getattr(target, "__name__", None) or "the response format"
@@ -81,7 +81,7 @@ async def communicate(
 
     fields = request_fields if request_fields is not None else chat_param.request_fields
     if fields:
-        from .parse import extract_json, fuzzy_validate_mapping
+        from .parse_op import extract_json, fuzzy_validate_mapping
 
         keys = list(fields) if not isinstance(fields, dict) else list(fields.keys())
         data = extract_json(res.response)

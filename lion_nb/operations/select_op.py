@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field, create_model
 
-from .parse import _norm
+from .parse_op import _norm
 
 if TYPE_CHECKING:
     from ..session.branch import Branch

@@ -385,7 +385,7 @@ async def _ask_parse_model(
     branch: Branch, text: str, target: Any, problem: str, param: ParseParam
 ) -> tuple[str | None, Any]:
     from ..models.endpoints import ChatRequest
-    from .chat import response_format_spec
+    from .chat_op import response_format_spec
 
     imodel = param.imodel or branch.parse_model
     spec = response_format_spec(target)

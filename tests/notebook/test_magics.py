@@ -1,0 +1,330 @@
+"""Every ``%%lion`` option, in a real in-process IPython shell with the offline models."""
+
+from __future__ import annotations
+
+import pytest
+from IPython.core.error import UsageError
+
+from lion_nb import current_session
+from tests.notebook.nbshell import run
+
+SETUP = '''
+from pydantic import BaseModel
+from lion_nb import iModel
+
+class Summary(BaseModel):
+    title: str
+    points: list[str]
+
+calls = []
+def lookup(city: str) -> str:
+    """The weather in a city."""
+    calls.append(city)
+    return f"sunny in {city}"
+
+def scripted(*responses):
+    return iModel(provider="offline", model="scripted", responses=list(responses))
+'''
+
+
+@pytest.fixture
+def nb(ip):
+    assert run(ip, SETUP).error is None
+    return ip
+
+
+def branch(name=None):
+    session = current_session()
+    if name is None:
+        return session.default_branch
+    return session.get_branch(name)
+
+
+def test_a_cell_is_an_awaited_turn_whose_value_is_out(nb):
+    assert "await" in nb.transform_cell("%%lion\nhi")
+    ran = run(nb, "%%lion\nHello")
+    assert ran.error is None, ran
+    assert ran.value.startswith("Offline model: you asked “Hello”")
+    assert nb.user_ns["Out"][nb.execution_count - 1] == ran.value
+    assert nb.user_ns["_"] == ran.value
+    kinds = [m.kind for m in branch("main").messages]
+    assert kinds == ["instruction", "assistant_response"]
+
+
+def test_the_default_branch_is_main_and_created_lazily(nb):
+    from lion_nb.notebook.session import notebook_state
+
+    assert notebook_state()._session is None  # loading created nothing
+    run(nb, "%%lion -q\nhi")
+    assert [b.name for b in current_session().branches] == ["main"]
+
+
+def test_branch_option_creates_a_branch_with_system_and_model_for_that_cell_only(nb):
+    run(nb, "m = scripted('ahoy')")
+    ran = run(nb, '%%lion -b pirate -s "You are a pirate." -m m\nGreet me')
+    assert ran.error is None, ran
+    assert ran.value == "ahoy"
+    pirate = branch("pirate")
+    assert pirate.system.rendered == "You are a pirate."
+    assert pirate.chat_model is nb.user_ns["m"]
+    # -b does not switch: the next cell goes to the active branch
+    run(nb, "%%lion -q\nnext")
+    assert len(branch("main").messages) == 2 and len(pirate.messages) == 3
+
+
+def test_system_on_an_empty_existing_branch(nb):
+    ran = run(nb, '%%lion -s "Be brief." -q\nhi')
+    assert ran.error is None, ran
+    assert branch("main").system.rendered == "Be brief."
+
+
+def test_model_for_one_turn_on_an_existing_branch_by_variable_alias_and_string(nb):
+    run(nb, "m1 = scripted('one')\nm2 = scripted('two')")
+    run(nb, "%config LionMagics.aliases = {'second': 'offline/auto'}")
+    assert run(nb, "%%lion -m m1\nA").value == "one"
+    assert branch().chat_model.model == "auto"  # unchanged
+    assert run(nb, "%%lion -m second\nB").value.startswith("Offline model")
+    assert run(nb, "%%lion -m offline/auto\nC").value.startswith("Offline model")
+    assert nb.user_ns["m1"].endpoint.calls  # the variable's model was used
+
+
+@pytest.mark.parametrize(
+    ("op", "expect"),
+    [("chat", 0), ("communicate", 2), ("interpret", 0)],
+)
+def test_operations_record_as_the_specification_says(nb, op, expect):
+    ran = run(nb, f"%%lion --op {op}\nExplain tides")
+    assert ran.error is None, ran
+    assert isinstance(ran.value, str) and ran.value
+    assert len(branch().messages) == expect
+
+
+def test_response_format_gives_an_instance_bound_to_a_variable(nb):
+    ran = run(nb, "%%lion -r Summary -o summary\nSummarize the report")
+    assert ran.error is None, ran
+    summary = nb.user_ns["summary"]
+    assert type(summary).__name__ == "Summary" and isinstance(summary.points, list)
+    assert ran.value is summary
+
+
+def test_response_format_by_dotted_path(nb):
+    ran = run(nb, "%%lion -r lion_nb.models.stream.StreamChunk --op operate\nGive a chunk")
+    assert ran.error is None, ran
+    assert type(ran.value).__name__ == "StreamChunk"
+
+
+def test_parse_operation(nb):
+    ran = run(nb, '%%lion --op parse -r Summary\n{"title": "T", "points": ["a", "b"]}')
+    assert ran.error is None, ran
+    assert ran.value.title == "T" and ran.value.points == ["a", "b"]
+
+
+def test_tools_are_notebook_functions_and_get_called(nb):
+    ran = run(nb, "%%lion -t lookup\nWeather in Oslo?")
+    assert ran.error is None, ran
+    assert nb.user_ns["calls"], "the tool was not called"
+    kinds = [m.kind for m in branch().messages]
+    assert "action_request" in kinds and "action_response" in kinds
+
+
+def test_react_with_tools_and_max_extensions(nb):
+    ran = run(nb, "%%lion --op ReAct -t lookup --max-extensions 1\nWeather in Paris?")
+    assert ran.error is None, ran
+    assert nb.user_ns["calls"]
+    assert isinstance(ran.value, str)
+
+
+def test_cli_model_runs_by_default_and_resumes(nb):
+    run(nb, 'agent = iModel(provider="offline_cli", model="auto")')
+    first = run(nb, "%%lion -b agent -m agent\nList the files")
+    assert first.error is None, first
+    assert "List the files" in first.value
+    second = run(nb, "%%lion -b agent --op run\nNow count them")
+    assert second.error is None, second
+    agent = nb.user_ns["agent"]
+    assert agent.endpoint.calls[0].resume is None
+    assert agent.endpoint.calls[1].resume == agent.provider_session_id is not None
+    kinds = [m.kind for m in branch("agent").messages]
+    assert kinds.count("instruction") == 2
+
+
+def test_registered_operation(nb):
+    run(nb, "async def shout(branch, instruction, **kw):\n    return instruction.upper()")
+    assert run(nb, "%lion operation shout").error is None
+    ran = run(nb, "%%lion --op shout\nquiet please")
+    assert ran.error is None, ran
+    assert ran.value == "QUIET PLEASE"
+
+
+def test_quiet_shows_nothing_but_keeps_the_value(nb):
+    ran = run(nb, "%%lion -q -o kept\nHello")
+    assert ran.error is None
+    assert ran.outputs == [] and ran.stdout == ""
+    assert nb.user_ns["kept"] == ran.value and nb.user_ns["_"] == ran.value
+
+
+def test_output_format_markdown_is_sanitized_html(nb):
+    run(nb, "evil = scripted('# Title\\n<script>alert(1)</script> [x](javascript:alert(1))')")
+    ran = run(nb, "%%lion -m evil\nanything")
+    html = ran.last["text/html"]
+    assert "<h1>Title</h1>" in html
+    assert "<script>" not in html and 'href="javascript' not in html
+    assert "&lt;script&gt;" in html  # shown as text, never run
+
+
+def test_output_format_code_fills_the_next_cell_and_never_runs_it(nb):
+    run(nb, "coder = scripted('Here:\\n```python\\nran_it = True\\n```')")
+    ran = run(nb, "%%lion -m coder -f code\nwrite code")
+    assert ran.error is None, ran
+    assert nb.rl_next_input == "ran_it = True"
+    assert "ran_it" not in nb.user_ns
+
+
+def test_output_format_json(nb):
+    ran = run(nb, "%%lion -r Summary -f json\nsummarize")
+    data = ran.last["application/json"]
+    assert set(data) == {"title", "points"}
+
+
+def test_output_format_html_is_sanitized(nb):
+    run(nb, "h = scripted('<b>bold</b><img src=x onerror=alert(1)><script>x()</script>')")
+    ran = run(nb, "%%lion -m h -f html\nanything")
+    html = ran.last["text/html"]
+    assert "<b>bold</b>" in html and "onerror" not in html and "script" not in html
+
+
+def test_output_format_text(nb):
+    run(nb, "t = scripted('<b>plain</b>')")
+    ran = run(nb, "%%lion -m t -f text\nanything")
+    assert ran.last == {"text/plain": "<b>plain</b>"}
+
+
+def test_default_format_from_config(nb):
+    run(nb, "%config LionMagics.output_format = 'text'")
+    run(nb, "t = scripted('**x**')")
+    assert run(nb, "%%lion -m t\nhi").last == {"text/plain": "**x**"}
+
+
+def test_streaming_updates_the_display_in_batches(nb):
+    words = " ".join(f"word{i}" for i in range(120))
+    run(
+        nb,
+        f'slow = iModel(provider="offline", model="scripted", responses=["{words}"], delay=0.002)',
+    )
+    ran = run(nb, "%%lion -m slow\nTalk")
+    assert ran.error is None, ran
+    updates = [o for o in ran.outputs if getattr(o, "update", False)]
+    assert len(updates) >= 2  # it streamed
+    assert len(updates) < 60  # far fewer updates than fragments (~130)
+    assert "word119" in ran.last["text/plain"]
+
+
+def test_background_run_returns_a_handle_and_binds_the_result(nb):
+    run(nb, 'slow = iModel(provider="offline", model="auto", delay=0.01)')
+    ran = run(nb, "%%lion --bg -m slow -o later\nTake your time")
+    assert ran.error is None, ran
+    handle = ran.value
+    assert type(handle).__name__ == "RunHandle" and handle.status == "running"
+    assert "later" not in nb.user_ns
+    waited = run(nb, f"result = await Out[{nb.execution_count - 1}]")
+    assert waited.error is None, waited
+    assert nb.user_ns["result"] == nb.user_ns["later"]
+    assert handle.status == "done" and "Take your time" in handle.result()
+
+
+def test_background_run_can_be_cancelled_and_keeps_what_was_received(nb):
+    run(nb, 'slow = iModel(provider="offline", model="auto", delay=0.05)')
+    handle = run(nb, "%%lion --bg -m slow\nA long answer please").value
+    run(nb, "import asyncio\nawait asyncio.sleep(0.12)")
+    handle.cancel()
+    ran = run(nb, f"await Out[{nb.execution_count - 2}]")
+    assert ran.error is not None  # awaiting a cancelled run raises
+    assert handle.status == "cancelled"
+    # an API turn records its exchange only when it completes (ADR-0021 D3)
+    assert list(branch().messages) == []
+    assert run(nb, "%%lion -q\nstill usable").error is None
+
+
+def test_a_background_run_holds_its_branch(nb):
+    run(nb, 'slow = iModel(provider="offline", model="auto", delay=0.05)')
+    run(nb, "%%lion --bg -m slow\nbusy")
+    ran = run(nb, "%%lion\nme too")
+    assert isinstance(ran.error, UsageError) and "background run in progress" in str(ran.error)
+    assert run(nb, "%%lion -b other -q\nfine elsewhere").error is None
+    assert run(nb, "%lion cancel --all").error is None
+
+
+def test_interrupting_an_awaited_turn_is_clean(nb):
+    """Cancelling the cell's task (what the kernel's interrupt does) ends the turn cleanly."""
+    from lion_nb import RunEnd, RunFailed, RunStart
+
+    run(nb, 'slow = iModel(provider="offline_cli", model="auto", delay=0.05)')
+    seen = []
+    current_session().observe(RunStart, seen.append)
+    current_session().observe(RunEnd, seen.append)
+    current_session().observe(RunFailed, seen.append)
+    code = (
+        "import asyncio\n"
+        "src = '%%lion -m slow\\nplease write a long essay'\n"
+        "task = asyncio.ensure_future(get_ipython().run_cell_async("
+        "src, store_history=False, transformed_cell=get_ipython().transform_cell(src)))\n"
+        "await asyncio.sleep(0.15)\n"
+        "task.cancel()\n"
+        "inner = await task"
+    )
+    ran = run(nb, code)
+    assert ran.error is None, ran
+    inner = nb.user_ns["inner"]
+    assert type(inner.error_in_exec).__name__ == "RunInterrupted"
+    assert [type(s).__name__ for s in seen] == ["RunStart", "RunFailed"]
+    # a CLI run records its instruction first and keeps what arrived (ADR-0021 D3)
+    assert next(m.kind for m in branch().messages) == "instruction"
+    assert run(nb, "%%lion -q\nafter").error is None
+
+
+def test_raw_option_and_interpolation_config(nb):
+    run(nb, "%%lion --raw -q\n{not_defined}")
+    run(nb, "%config LionMagics.interpolate = False")
+    assert run(nb, "%%lion -q\n{also_not_defined}").error is None
+    texts = [m.rendered for m in branch().messages if m.kind == "instruction"]
+    assert texts == ["{not_defined}", "{also_not_defined}"]
+
+
+def test_direct_run_cell_magic_uses_the_sync_fallback(nb):
+    nb.run_cell_magic("lion", "-q -o direct", "hello")
+    assert nb.user_ns["direct"].startswith("Offline model")
+
+
+def test_autoawait_off_still_runs(nb):
+    run(nb, "%autoawait False")
+    try:
+        assert "await" not in nb.transform_cell("%%lion\nhi")
+        ran = run(nb, "%%lion -q -o v\nhello")
+        assert ran.error is None, ran
+        assert nb.user_ns["v"].startswith("Offline model")
+    finally:
+        run(nb, "%autoawait True")
+
+
+def test_help_is_the_docstring_with_examples(nb):
+    from lion_nb.notebook.magics import LionMagics
+
+    doc = LionMagics.lion_cell.__doc__
+    for option in (
+        "--branch",
+        "--model",
+        "--system",
+        "--op",
+        "--response-format",
+        "--tools",
+        "--out",
+        "--format",
+        "--quiet",
+        "--bg",
+        "--policy",
+        "--raw",
+    ):
+        assert option in doc
+    assert "Examples" in doc and "%%lion -r Summary" in doc
+    ran = run(nb, "%%lion?")
+    assert ran.error is None
