@@ -44,7 +44,7 @@ def command(name: str, summary: str, *args: tuple[tuple, dict]) -> Callable[[Cal
 
     def decorate(func: Callable) -> Callable:
         parser = MagicArgumentParser(
-            prog=f"%lion {name}", description=summary, formatter_class=MagicHelpFormatter
+            prog=f"lion {name}", description=summary, formatter_class=MagicHelpFormatter
         )
         for flags, kw in args:
             parser.add_argument(*flags, **kw)

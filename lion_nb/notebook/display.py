@@ -105,9 +105,17 @@ class HandleView(TurnView):
 
     def finish(self, result: Any) -> None:
         self._cancel_timer()
+        from html import escape
+
         from .render import mime_bundle
 
-        self._update(mime_bundle(result, self.info.fmt))
+        bundle = mime_bundle(result, self.info.fmt)
+        note = self.info.note
+        if note:  # e.g. where a re-run kept the earlier turn
+            bundle["text/plain"] = f"[{note}]\n{bundle.get('text/plain', '')}"
+            if "text/html" in bundle:
+                bundle["text/html"] = f"<small>{escape(note)}</small>{bundle['text/html']}"
+        self._update(bundle)
 
     def fail(self, error: BaseException, *, interrupted: bool = False) -> None:
         self._cancel_timer()

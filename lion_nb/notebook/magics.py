@@ -145,6 +145,30 @@ class LionMagics(Magics):
     @no_var_expand
     @line_magic("lion")
     def lion_line(self, line: str) -> Any:
+        """Manage the notebook's Session: ``%lion SUBCOMMAND [options]``.
+
+        Subcommands (``%lion help NAME`` shows each one's options)::
+
+          ask        run a turn from one line (the options of %%lion)
+          branches   list the branches (ls)        switch   make one active (use)
+          new        create a branch               clone    copy one (--from)
+          remove     remove a branch (rm)          history  messages and their cells
+          signals    the session's signals         models   models, aliases, default
+          model      set a branch's model          alias    list/set/remove aliases
+          tool       register notebook functions   operation  register an async function
+          explain    explain the last error        runs / cancel  background runs
+          save/load  a JSON file                   reset    clear a branch (--all: all)
+          config     show or set LionMagics options
+
+        Examples::
+
+          %lion branches
+          %lion new critic -s "Be harsh." -m openai/gpt-4o-mini
+          answer = %lion ask -b critic "Is {Out[4]} right?"
+          handle = %lion ask --bg "Write the report."   # later: result = await handle
+          %lion explain
+          %lion config rerun append
+        """
         from .commands import dispatch, is_async
 
         if is_async(line):
@@ -160,7 +184,7 @@ class LionMagics(Magics):
 def _ask_parser() -> Any:
     global _ASK_PARSER
     if _ASK_PARSER is None:
-        _ASK_PARSER = turn_parser("%lion ask", prompt=True)
+        _ASK_PARSER = turn_parser("lion ask", prompt=True)
     return _ASK_PARSER
 
 

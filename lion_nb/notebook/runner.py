@@ -104,7 +104,7 @@ def _rewrite_line(line: str) -> str | None:
         )
     if kind == "line" and len(args) == 1:
         sub = args[0].split(None, 1)[0] if args[0].strip() else ""
-        if sub in ASYNC_SUBCOMMANDS and "--bg" not in args[0].split():
+        if sub in ASYNC_SUBCOMMANDS:
             return (
                 f"{targets}await __import__({_MODULE!r}, fromlist=['_']).line_magic_async("
                 f"get_ipython(), {args[0]!r})\n"
@@ -167,8 +167,8 @@ async def _interruptible(coro: Coroutine[Any, Any, Any]) -> Any:
         return await coro
     except asyncio.CancelledError:
         task = asyncio.current_task()
-        if task is not None and task.cancelling():
-            task.uncancel()  # the interrupt is handled here: the cell ends with one clear error
+        if task is not None and getattr(task, "cancelling", lambda: 0)():
+            task.uncancel()  # handled here (Python >= 3.11): the cell ends with one clear error
         raise RunInterrupted(
             "the run was interrupted; the messages received so far are kept on the branch."
         ) from None
@@ -183,9 +183,16 @@ def run_sync(coro: Coroutine[Any, Any, Any]) -> Any:
     if loop is None:
         from IPython.core.async_helpers import get_asyncio_loop
 
+        idle = get_asyncio_loop()
+        task = idle.create_task(_interruptible(coro))
         try:
-            return get_asyncio_loop().run_until_complete(_interruptible(coro))
-        except KeyboardInterrupt:
+            return idle.run_until_complete(task)
+        except KeyboardInterrupt:  # Ctrl-C in a terminal: let the run clean up, then report
+            task.cancel()
+            try:
+                idle.run_until_complete(task)
+            except (RunInterrupted, asyncio.CancelledError):
+                pass
             raise RunInterrupted(
                 "the run was interrupted; the messages received so far are kept on the branch."
             ) from None

@@ -2,9 +2,12 @@
 
 Planning resolves every name before anything is sent, so a mistake costs nothing: the
 branch (picked, or created with ``--system`` / ``--model``), the model (for this turn only on
-an existing branch), the operation (``run`` for a CLI model, ``operate`` when tools are
-given, else ``communicate``), the response format and the tools. Then the re-run policy is
-applied (see `cells`).
+an existing branch), the operation (``run`` for a CLI model, ``operate`` when the cell or the
+branch has tools, else ``communicate``), the response format and the tools. Then the re-run
+policy is applied (see `cells`).
+
+``-b NAME`` applies to its cell only: cells without it use the active branch, which changes
+with ``%lion switch`` / ``new`` / ``clone`` -- and when a re-run forks the active branch.
 
 Running streams text fragments and recorded messages to the turn's view, tags every message
 the turn recorded with its cell, and leaves the conversation as the operation left it: a
@@ -56,7 +59,8 @@ class TurnPlan:
 
 
 def plan_turn(magics: Any, opts: TurnOptions, text: str) -> TurnPlan:
-    """Resolve ``opts`` against the notebook namespace and the Session."""
+    """Resolve ``opts`` against the notebook namespace and the Session. Nothing changes in
+    the Session unless the whole plan is valid (a branch created for it is removed again)."""
     state, ns = magics.state, magics.shell.user_ns
     session = state.session
     rf = resolve_response_format(opts.response_format, ns) if opts.response_format else None
@@ -64,27 +68,34 @@ def plan_turn(magics: Any, opts: TurnOptions, text: str) -> TurnPlan:
     model = None
     name = opts.branch or state.active
     branch = state.branch(name)
-    if branch is None:
+    created = branch is None
+    if created:
         if opts.branch is None:
             raise UsageError("The session has no branch left: create one with `%lion new NAME`.")
         new_model = model_for(magics, opts.model, None) if opts.model else default_model(magics)
         branch = session.new_branch(name=name, system=opts.system, chat_model=new_model)
-    else:
-        if opts.system is not None:
-            set_system(branch, opts.system)
-        if opts.model:
-            model = model_for(magics, opts.model, branch)
-    busy = state.busy(branch)
-    if busy is not None:
-        raise UsageError(
-            f"Branch `{branch.name}` has a background run in progress ({busy!r}). `await` or "
-            "`.cancel()` its handle, or use another branch (`-b NAME`)."
+    elif opts.model:
+        model = model_for(magics, opts.model, branch)
+    try:
+        if not created and opts.system is not None:
+            check_system(branch)
+        busy = state.busy(branch)
+        if busy is not None:
+            raise UsageError(
+                f"Branch `{branch.name}` has a background run in progress ({busy!r}). `await` "
+                "or `.cancel()` its handle, or use another branch (`-b NAME`)."
+            )
+        chat_model = model or branch.chat_model
+        op = opts.op or (
+            "run" if chat_model.is_cli else "operate" if tools or branch.tools else "communicate"
         )
-    chat_model = model or branch.chat_model
-    op = opts.op or (
-        "run" if chat_model.is_cli else "operate" if tools or branch.tools else "communicate"
-    )
-    _check_operation(op, branch, chat_model, opts)
+        _check_operation(op, branch, chat_model, opts, session.operations)
+    except BaseException:
+        if created:
+            session.remove_branch(branch)
+        raise
+    if not created and opts.system is not None:
+        branch.msgs.add_message(system=opts.system)
     cell = cells.current_cell(magics.shell, state.hooked_cell_id)
     policy = opts.policy or magics.rerun
     target, kept_as = cells.apply_policy(session, branch, cell, policy)
@@ -122,26 +133,24 @@ def model_for(magics: Any, spec: str, branch: Any) -> Any:
     return model
 
 
-def set_system(branch: Any, text: str) -> None:
-    """Give a branch with no conversation yet a system prompt."""
+def check_system(branch: Any) -> None:
+    """A system prompt can be given to a branch only while it has no conversation."""
     if any(m.kind != "system" for m in branch.messages):
         raise UsageError(
             f"`--system`: branch `{branch.name}` already has a conversation, so its system "
             f'prompt is fixed. Start a new branch with it: `%%lion -b NEW --system "..."`.'
         )
-    branch.msgs.add_message(system=text)
 
 
-def _check_operation(op: str, branch: Any, model: Any, opts: TurnOptions) -> None:
+def _check_operation(
+    op: str, branch: Any, model: Any, opts: TurnOptions, registered: list[str]
+) -> None:
     if op not in BUILTIN_OPERATIONS:
         if branch.get_operation(op) is None:
-            registered = (
-                sorted(branch._operation_manager.registry) if branch._operation_manager else []
-            )
-            extra = f" Registered: {', '.join(f'`{r}`' for r in registered)}." if registered else ""
+            mine = f" Registered: {', '.join(f'`{r}`' for r in registered)}." if registered else ""
             raise UsageError(
                 f"`--op {op}`: no such operation. Built in: "
-                f"{', '.join(f'`{b}`' for b in BUILTIN_OPERATIONS)}.{extra} Register your own "
+                f"{', '.join(f'`{b}`' for b in BUILTIN_OPERATIONS)}.{mine} Register your own "
                 "with `%lion operation NAME` (an `async def f(branch, instruction, ...)`)."
             )
         return

@@ -115,6 +115,11 @@ class Session(Element):
         self._default_id = self.get_branch(ref).id
 
     @property
+    def operations(self) -> list[str]:
+        """Names of the operations registered on this session, sorted."""
+        return sorted(self._operation_manager.registry)
+
+    @property
     def memory(self) -> Any:
         """The store offered to branches that have not claimed one (``None``: none offered)."""
         return self._memory

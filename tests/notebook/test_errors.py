@@ -175,3 +175,23 @@ def test_a_key_never_appears_in_output(nb, monkeypatch, tmp_path):
         shown += ran.stdout + ran.stderr + repr(ran.value)
     shown += (tmp_path / "saved.json").read_text()
     assert secret not in shown
+
+
+def test_a_rejected_cell_leaves_the_session_unchanged(nb):
+    from lion_nb import current_session
+
+    text = usage_error(nb, "%%lion -b fresh -s 'hi' --op nope\nhello")
+    assert "`--op nope`" in text
+    assert [b.name for b in current_session().branches] == ["main"]
+    run(nb, "%%lion -q\nfirst")
+    usage_error(nb, "%%lion -s 'late' --op nope\nhello")
+    assert current_session().get_branch("main").system is None
+
+
+def test_unknown_operation_lists_the_registered_ones(nb):
+    setup = "async def summarize(branch, instruction=None, **kw):\n    return 'ok'\n"
+    assert run(nb, setup).error is None
+    assert run(nb, "%lion operation summarize").error is None
+    message = usage_error(nb, "%%lion --op summarise\nhi")
+    assert "`--op summarise`: no such operation" in message
+    assert "Registered: `summarize`." in message

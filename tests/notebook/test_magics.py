@@ -328,3 +328,81 @@ def test_help_is_the_docstring_with_examples(nb):
     assert "Examples" in doc and "%%lion -r Summary" in doc
     ran = run(nb, "%%lion?")
     assert ran.error is None
+
+
+def test_redefining_a_tool_and_rerunning_the_cell_uses_the_new_function(nb):
+    assert run(nb, "%%lion -t lookup -q\nWeather in Oslo?").error is None
+    run(
+        nb,
+        "def lookup(city: str) -> str:\n    'The weather in a city.'\n    calls.append('new ' + city)\n    return 'rain'",
+    )
+    ran = run(nb, "%%lion -t lookup -q\nWeather in Rome?")
+    assert ran.error is None, ran
+    assert nb.user_ns["calls"][-1].startswith("new ")
+
+
+def test_named_operation_gets_response_format_and_tools(nb):
+    run(
+        nb,
+        "async def inspect_args(branch, instruction, **kw):\n"
+        "    return {'instruction': instruction, 'keys': sorted(kw)}",
+    )
+    run(nb, "%lion operation inspect_args")
+    ran = run(nb, "%%lion --op inspect_args -r Summary -t lookup -f json\nhello")
+    assert ran.error is None, ran
+    assert ran.value == {"instruction": "hello", "keys": ["response_format", "tools"]}
+
+
+def test_explicit_branch_does_not_change_the_active_branch(nb):
+    run(nb, "%%lion -q -b side\nx")
+    run(nb, "%%lion -q\ny")
+    assert [m.rendered for m in branch("main").messages if m.kind == "instruction"] == ["y"]
+
+
+def test_interrupting_a_cli_run_kills_its_subprocess(nb, monkeypatch, tmp_path):
+    """A real CLI agent (the fake ``claude`` executable) hangs; cancelling the cell kills it."""
+    import json
+    import os
+    import time
+    from pathlib import Path
+
+    fake_bin = Path(__file__).resolve().parents[1] / "fakes" / "bin"
+    record = tmp_path / "record.jsonl"
+    monkeypatch.setenv("PATH", f"{fake_bin}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_CLI_MODE", "hang")
+    monkeypatch.setenv("FAKE_CLI_RECORD", str(record))
+    seen = []
+    from lion_nb import RunEnd, RunFailed
+
+    current_session().observe(RunEnd, seen.append)
+    current_session().observe(RunFailed, seen.append)
+    nb.user_ns["record_path"] = str(record)
+    code = (
+        "import asyncio, os\n"
+        "src = '%%lion -b agent -m claude_code/sonnet\\nrefactor everything'\n"
+        "task = asyncio.ensure_future(get_ipython().run_cell_async("
+        "src, store_history=False, transformed_cell=get_ipython().transform_cell(src)))\n"
+        "for _ in range(200):  # until the agent's process has started\n"
+        "    await asyncio.sleep(0.05)\n"
+        "    if os.path.exists(record_path):\n"
+        "        break\n"
+        "await asyncio.sleep(0.3)\n"
+        "task.cancel()\n"
+        "inner = await task"
+    )
+    ran = run(nb, code)
+    assert ran.error is None, ran
+    assert type(nb.user_ns["inner"].error_in_exec).__name__ == "RunInterrupted"
+    pid = json.loads(record.read_text().splitlines()[0])["pid"]
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        raise AssertionError(f"the CLI process {pid} is still running")
+    assert len(seen) == 1  # exactly one terminal lifecycle signal
+    assert next(m.kind for m in current_session().get_branch("agent").messages) == "instruction"
+    assert run(nb, "%%lion -q\nthe kernel is still usable").error is None

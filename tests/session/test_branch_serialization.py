@@ -13,7 +13,7 @@ ADR-0016 D2 clause -> test
 - from_dict does not mutate its input (the original did) -> test_from_dict_leaves_its_input_unchanged
 - session references never survive a round trip -> test_deserialized_branch_is_standalone
 - tools/providers/capabilities/memory/operations not reconstructed -> test_live_extensions_are_not_reconstructed
-- malformed input -> clear error naming the fix -> test_malformed_serialized_branch_errors
+- malformed input gets a clear error naming the fix -> test_malformed_serialized_branch_errors
 """
 
 from __future__ import annotations

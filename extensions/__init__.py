@@ -1,0 +1,1 @@
+"""Optional plugins that extend lion_nb only through its public seams."""

@@ -1,0 +1,59 @@
+"""The memory-recall extension works through the public seams only."""
+
+from __future__ import annotations
+
+import anyio
+
+from extensions.memory_recall import MemoryRecall
+from lion_nb import Branch, iModel
+
+
+def lookup_capital(country: str) -> str:
+    """Look up the capital city of a country."""
+    return {"France": "Paris"}.get(country, "unknown")
+
+
+def test_tool_results_are_remembered_and_recalled_in_a_later_turn():
+    sent: list = []
+
+    def model(messages, **request):
+        sent.append(messages)
+        if request.get("tools") and len(sent) == 1:
+            return {"tool_calls": [{"name": "lookup_capital", "arguments": {"country": "France"}}]}
+        return "done"
+
+    branch = Branch(
+        system="You are helpful.",
+        chat_model=iModel(provider="offline", model="function", function=model),
+    )
+    branch.providers.register(MemoryRecall(), priority=10)
+
+    async def main():
+        await branch.operate(instruction="What is the capital of France?", tools=[lookup_capital])
+        await branch.communicate("Remind me: the capital of France?")
+
+    anyio.run(main)
+    records = anyio.run(branch.memory.list)
+    assert [r.metadata["tool"] for r in records] == ["lookup_capital"]
+    assert "returned Paris" in records[0].content
+    last_system = sent[-1][0]["content"]
+    assert "Things you found earlier:" in last_system and "returned Paris" in last_system
+    assert all("Things you found" not in m.rendered for m in branch.messages)
+
+
+def test_failed_tool_results_are_not_remembered():
+    def broken(x: int) -> int:
+        """Always fails."""
+        raise RuntimeError("no")
+
+    def model(messages, **request):
+        if request.get("tools") and not any(m["role"] == "tool" for m in messages):
+            return {"tool_calls": [{"name": "broken", "arguments": {"x": 1}}]}
+        return "done"
+
+    branch = Branch(
+        system="s", chat_model=iModel(provider="offline", model="function", function=model)
+    )
+    branch.providers.register(MemoryRecall())
+    anyio.run(lambda: branch.operate(instruction="go", tools=[broken]))
+    assert len(branch.memory) == 0
