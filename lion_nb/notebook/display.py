@@ -10,6 +10,11 @@ The default, `HandleView`, keeps one IPython display handle per turn and updates
 batches: at most ``max_rate`` updates a second (20 by default), the last fragments flushed by
 a timer, never by printing from a background task. A view never raises into the turn: a
 failing display is logged and the run goes on.
+
+The live handle starts empty and ends empty; the finished answer is displayed once, as its
+own output. A frontend shows the stream in place and then the answer; a headless runner that
+ignores display updates (nbval, nbconvert) records exactly what a live notebook keeps, so
+executed notebooks compare equal to their saved outputs.
 """
 
 from __future__ import annotations
@@ -63,6 +68,9 @@ class TurnView:
     def fail(self, error: BaseException, *, interrupted: bool = False) -> None: ...
 
 
+_EMPTY: dict[str, Any] = {"text/plain": ""}
+
+
 class NullView(TurnView):
     """Shows nothing (``--quiet``)."""
 
@@ -83,8 +91,8 @@ class HandleView(TurnView):
     def start(self) -> None:
         from IPython.display import display
 
-        self._handle = display(self._bundle(streaming=True), raw=True, display_id=True)
-        self._last = time.monotonic()
+        self._handle = display(_EMPTY, raw=True, display_id=True)
+        self._update(self._bundle(streaming=True))
 
     def text(self, fragment: str) -> None:
         self._text.append(fragment)
@@ -115,7 +123,13 @@ class HandleView(TurnView):
             bundle["text/plain"] = f"[{note}]\n{bundle.get('text/plain', '')}"
             if "text/html" in bundle:
                 bundle["text/html"] = f"<small>{escape(note)}</small>{bundle['text/html']}"
-        self._update(bundle)
+        self._update(_EMPTY)
+        try:
+            from IPython.display import display
+
+            display(bundle, raw=True)
+        except Exception:
+            logger.warning("could not display the answer", exc_info=True)
 
     def fail(self, error: BaseException, *, interrupted: bool = False) -> None:
         self._cancel_timer()

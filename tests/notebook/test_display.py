@@ -27,7 +27,10 @@ def test_streamed_fragments_are_batched_to_the_rate_limit(ip):
     assert 2 <= view.updates <= 20, view.updates  # ~20/s, not 400
     updates = [o for o in out.outputs if o.update]
     assert "w399" in updates[-2].data["text/plain"]  # the tail was flushed before finishing
-    assert updates[-1].data["text/plain"] == "done"
+    assert updates[-1].data["text/plain"] == ""  # the live view ends empty ...
+    assert out.outputs[0].data == {"text/plain": ""}  # ... as it started
+    final = [o for o in out.outputs if not o.update][-1]
+    assert final.data["text/plain"] == "done"  # the answer is its own output
 
 
 class RecordingView(TurnView):
