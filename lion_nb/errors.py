@@ -101,7 +101,15 @@ class ScriptExhaustedError(LionError):
 
 
 class ProviderError(LionError):
-    """A provider failed. Carries what the provider said, never a credential."""
+    """A provider failed. Carries what the provider said, never a credential.
+
+    ``retryable`` says whether the retry policy may try again, ``retry_after`` the delay the
+    provider asked for (seconds), ``partial_text`` what a stream delivered before it failed.
+    """
+
+    retryable: bool = False
+    retry_after: float | None = None
+    partial_text: str | None = None
 
     def __init__(
         self,

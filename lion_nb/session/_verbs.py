@@ -13,8 +13,6 @@ from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from .lifecycle import observed_run
-
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
@@ -187,6 +185,8 @@ class BranchVerbs:
             skip_validation=skip_validation,
             request_fields=request_fields,
         )
+        from .lifecycle import observed_run
+
         return await observed_run(self, coro, "communicate")
 
     # -- run (CLI agents) ----------------------------------------------------------------------------
@@ -282,6 +282,7 @@ class BranchVerbs:
         """One exchange through a Middle, then validation and tool calls (ADR-0022 of this
         project). Keywords: see `lion_nb.operations.operate_op.prepare_operate_kw`."""
         from ..operations.operate_op import operate, prepare_operate_kw
+        from .lifecycle import observed_run
 
         return await observed_run(
             self,
@@ -316,6 +317,7 @@ class BranchVerbs:
         """Reason, act with tools, and extend up to ``max_extensions`` rounds (default 3),
         then answer. Runs as one observed run; its inner turns are nested."""
         from ..operations.react import ReAct
+        from .lifecycle import observed_run
 
         return await observed_run(
             self, ReAct(self, instruct, max_extensions=max_extensions, **kwargs), "ReAct"

@@ -19,33 +19,25 @@ What is conversation state and what is not (ADR-0016 D2, D4):
 
 from __future__ import annotations
 
-import asyncio
-import datetime as _dt
 import warnings
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import PrivateAttr, ValidationError
+from pydantic import PrivateAttr
 
 from ..errors import ConfigurationError
-from ..models.imodel import iModel, iModelManager
-from ..operations.manager import OperationManager
-from ..protocols.actions import ActionManager, Tool
 from ..protocols.element import Element
-from ..protocols.logs import DataLogger, DataLoggerConfig, Log
-from ..protocols.message_manager import MessageManager
-from ..protocols.messages import (
-    AssistantResponse,
-    RoledMessage,
-    System,
-    dump_messages,
-    load_message,
-    load_messages,
-)
-from ..protocols.pile import Pile
-from ..protocols.signals import MessageAdded, Signal
 from ._verbs import BranchVerbs
-from .prompts import LION_SYSTEM_MESSAGE
+
+if TYPE_CHECKING:  # imported where used, so that importing Branch stays cheap
+    from ..models.imodel import iModel, iModelManager
+    from ..operations.manager import OperationManager
+    from ..protocols.actions import ActionManager, Tool
+    from ..protocols.logs import DataLogger, DataLoggerConfig, Log
+    from ..protocols.message_manager import MessageManager
+    from ..protocols.messages import RoledMessage, System
+    from ..protocols.pile import Pile
+    from ..protocols.signals import Signal
 
 __all__ = ["Branch"]
 
@@ -53,6 +45,8 @@ _SERIALIZED_KEYS = ("messages", "logs", "chat_model", "parse_model", "system", "
 
 
 def _as_model(value: Any, what: str) -> iModel:
+    from ..models.imodel import iModel
+
     if isinstance(value, iModel):
         return value
     if isinstance(value, dict):
@@ -117,6 +111,12 @@ class Branch(BranchVerbs, Element):
                 stacklevel=2,
             )
 
+        from ..models.imodel import iModel, iModelManager
+        from ..operations.manager import OperationManager
+        from ..protocols.actions import ActionManager
+        from ..protocols.logs import DataLogger, DataLoggerConfig
+        from ..protocols.message_manager import MessageManager
+
         self._message_manager = MessageManager(messages)
         if system or system_datetime or use_lion_system_message:
             self._message_manager.set_system(
@@ -146,6 +146,11 @@ class Branch(BranchVerbs, Element):
     def _build_system(
         system: Any, sender: Any, system_datetime: bool | str | None, use_lion: bool
     ) -> System:
+        import datetime as _dt
+
+        from ..protocols.messages import System
+        from .prompts import LION_SYSTEM_MESSAGE
+
         if isinstance(system, System):
             base = system.model_copy()
         else:
@@ -169,17 +174,19 @@ class Branch(BranchVerbs, Element):
         return base
 
     # -- managers and accessors -------------------------------------------------------------------
+    # Hot accessors read ``__pydantic_private__`` directly: pydantic's ``__getattr__`` path for
+    # private attributes costs microseconds, which adding a message must not pay.
     @property
     def msgs(self) -> MessageManager:
-        return self._message_manager
+        return self.__pydantic_private__["_message_manager"]
 
     @property
     def acts(self) -> ActionManager:
-        return self._action_manager
+        return self.__pydantic_private__["_action_manager"]
 
     @property
     def mdls(self) -> iModelManager:
-        return self._imodel_manager
+        return self.__pydantic_private__["_imodel_manager"]
 
     @property
     def logs(self) -> Pile[Log]:
@@ -191,7 +198,7 @@ class Branch(BranchVerbs, Element):
 
     @property
     def messages(self) -> Pile[RoledMessage]:
-        return self._message_manager.messages
+        return self.__pydantic_private__["_message_manager"].messages
 
     @property
     def system(self) -> System | None:
@@ -267,9 +274,12 @@ class Branch(BranchVerbs, Element):
 
     def _schedule_emit(self, message: RoledMessage) -> None:
         """The message manager's callback: project an added message onto the observer."""
-        observer = self._observer
+        observer = self.__pydantic_private__["_observer"]
         if observer is None:
             return
+        from ..protocols.messages import AssistantResponse
+        from ..protocols.signals import MessageAdded
+
         signals: list[Signal] = [
             MessageAdded(branch_id=str(self.id), branch_name=self.name, message=message)
         ]
@@ -293,6 +303,8 @@ class Branch(BranchVerbs, Element):
 
     async def _drain_signals(self) -> None:
         """Wait until every message signal scheduled so far has been delivered."""
+        import asyncio
+
         while self._pending_signals:
             await asyncio.gather(*list(self._pending_signals), return_exceptions=True)
 
@@ -322,6 +334,8 @@ class Branch(BranchVerbs, Element):
         data = self.model_dump(mode=wire)
         if mode == "db":
             data[db_meta_key or "node_metadata"] = data.pop("metadata")
+        from ..protocols.messages import dump_messages
+
         pile = self.messages
         data["messages"] = {
             "collections": dump_messages(list(pile), wire),
@@ -349,6 +363,10 @@ class Branch(BranchVerbs, Element):
             raise ConfigurationError(
                 f"`Branch.from_dict` takes the dict from `Branch.to_dict()`, got {type(data).__name__}."
             )
+        from ..protocols.logs import Log
+        from ..protocols.messages import load_message
+        from ..protocols.pile import Pile
+
         data = dict(data)  # never pop keys off the caller's dict
         serialized = {k: data.pop(k) for k in _SERIALIZED_KEYS if k in data}
         if "node_metadata" in data:
@@ -423,6 +441,8 @@ class Branch(BranchVerbs, Element):
         request rate limit (100 per 60 s by default), unless ``limit_requests`` is given.
         """
         if imodel is None:
+            from ..models.imodel import iModel
+
             per_minute = limit_requests or max(
                 1, round(queue_capacity * 60 / capacity_refresh_time)
             )
@@ -452,12 +472,19 @@ class Branch(BranchVerbs, Element):
         consult.__name__ = tool_name
         consult.imodel = consulted  # type: ignore[attr-defined] - lets callers find the model
         consult.__doc__ = description or f"Ask the `{imodel.provider}/{imodel.model}` model."
+        from ..protocols.actions import Tool
+
         tool = Tool(consult, name=tool_name, description=consult.__doc__)
         self._action_manager.register_tool(tool, update=update)
         return tool
 
 
 def _load_message_pile(data: Any) -> Pile[RoledMessage]:
+    from pydantic import ValidationError
+
+    from ..protocols.messages import RoledMessage, load_messages
+    from ..protocols.pile import Pile
+
     if not isinstance(data, dict) or not isinstance(data.get("collections"), list):
         raise ConfigurationError(
             'A serialized branch stores `messages` as {"collections": [...], '

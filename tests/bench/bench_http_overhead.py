@@ -3,8 +3,9 @@
 Run: ``python tests/bench/bench_http_overhead.py [-n 300]``. Prints the median time of each
 measured path and its ratio to a raw ``httpx.AsyncClient.post`` of the same payload (the
 target for ``iModel.invoke`` is <= 1.3x). Each path is one async function in ``PATHS`` that
-makes one call; add a path (e.g. ``Branch.communicate()``) by writing a function and listing
-it there. This is a report, not a test: it asserts nothing about timing.
+makes one call; every path sends the same system + user messages (no tools, so that
+``Branch.communicate()`` sends exactly the raw payload). This is a report, not a test: it
+asserts nothing about timing.
 """
 
 from __future__ import annotations
@@ -30,16 +31,6 @@ MESSAGES = [
     {"role": "system", "content": "You are a weather assistant."},
     {"role": "user", "content": "What is the weather in Paris today? " * 8},
 ]
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "description": "Weather of a city",
-            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
-        },
-    }
-]
 
 Setup = Callable[[FakeProvider], Awaitable[tuple[Callable[[], Awaitable[Any]], Callable]]]
 
@@ -48,7 +39,7 @@ async def raw_httpx(fake: FakeProvider):
     """The baseline: one keep-alive client posting the same JSON payload."""
     client = httpx.AsyncClient(timeout=httpx.Timeout(600, connect=5), trust_env=False)
     url = fake.openai_url + "/chat/completions"
-    payload = {"model": "m", "messages": MESSAGES, "tools": TOOLS}
+    payload = {"model": "m", "messages": MESSAGES}
     headers = {"Authorization": "Bearer bench-key-000"}
 
     async def once() -> Any:
@@ -64,7 +55,7 @@ async def imodel_invoke(fake: FakeProvider):
     model = iModel(provider="openai", model="m", base_url=fake.openai_url, api_key="bench-key-000")
 
     async def once() -> Any:
-        call = await model.invoke(ChatRequest(messages=MESSAGES, tools=TOOLS))
+        call = await model.invoke(ChatRequest(messages=list(MESSAGES)))
         if call.error is not None:
             raise call.error
         return call.response
@@ -72,9 +63,24 @@ async def imodel_invoke(fake: FakeProvider):
     return once, model.aclose
 
 
+async def branch_communicate(fake: FakeProvider):
+    """``Branch.communicate()`` with history cleared each call: the same two messages go out,
+    and the instruction and answer are recorded (the whole facade, lifecycle included)."""
+    from lion_nb import Branch
+
+    model = iModel(provider="openai", model="m", base_url=fake.openai_url, api_key="bench-key-000")
+    branch = Branch(system=MESSAGES[0]["content"], chat_model=model)
+
+    async def once() -> Any:
+        return await branch.communicate(MESSAGES[1]["content"], clear_messages=True)
+
+    return once, model.aclose
+
+
 PATHS: dict[str, Setup] = {
     "raw httpx.AsyncClient.post": raw_httpx,
     "iModel.invoke": imodel_invoke,
+    "Branch.communicate": branch_communicate,
 }
 BASELINE = "raw httpx.AsyncClient.post"
 

@@ -103,6 +103,7 @@ def tag(
     retry_after: float | None = None,
     partial_text: str | None = None,
 ) -> ProviderError:
+    """Mark ``exc`` with what the retry policy reads (and the text a stream had delivered)."""
     exc.retryable = retryable  # type: ignore[attr-defined]
     exc.retry_after = retry_after  # type: ignore[attr-defined]
     if partial_text is not None:

@@ -31,6 +31,7 @@ __all__ = [
     "ToolCall",
     "emit_text_delta",
     "streaming_to",
+    "wants_stream",
 ]
 
 _delta_sink: contextvars.ContextVar[Callable[[str], None] | None] = contextvars.ContextVar(
