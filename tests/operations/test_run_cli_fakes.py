@@ -117,6 +117,10 @@ def test_run_yields_the_recorded_conversation_of_each_cli(fakes, provider):
     assert "3" in final.response
     usage = final.metadata["usage"]
     assert usage["input_tokens"] > 0 and usage["output_tokens"] > 0
+    # cost is always present: a number where the CLI reports one, None (unknown) otherwise
+    assert "cost_usd" in final.metadata
+    if provider != "claude_code":
+        assert final.metadata["cost_usd"] is None
     # between them: answers and linked tool call pairs
     middle = out[1:-1]
     requests = [m for m in middle if isinstance(m, ActionRequest)]

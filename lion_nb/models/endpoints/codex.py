@@ -109,7 +109,9 @@ class _CodexTranslator(ChunkTranslator):
                 usage,
                 cached_input_tokens=usage.get("cached_input_tokens"),
             )
-            return [*chunks, StreamChunk(type="result", metadata=self._meta(usage=norm))]
+            # the CLI reports no cost: recorded as unknown (None), never as zero
+            meta = {**self._meta(usage=norm), "cost_usd": None}
+            return [*chunks, StreamChunk(type="result", metadata=meta)]
         if kind == "turn.failed":
             error = event.get("error") or {}
             message = error.get("message") if isinstance(error, dict) else str(error)

@@ -107,6 +107,7 @@ class _GeminiTranslator(ChunkTranslator):
             return self.error(
                 message or self.last_notice or "`gemini` reported a failed run.", **meta
             )
+        meta.setdefault("cost_usd", None)  # the CLI reports no cost: unknown, not zero
         return StreamChunk(type="result", metadata=meta)
 
     def exit_message(self, code: int) -> str | None:
