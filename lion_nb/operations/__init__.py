@@ -6,8 +6,7 @@ implementation-level functions with the ADR's signatures.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from .._lazy import lazy_exports
 
 _EXPORTS = {
     "chat": "lion_nb.operations.chat_op",
@@ -36,8 +35,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    module_name = _EXPORTS.get(name)
-    if module_name is None:
-        raise AttributeError(f"module 'lion_nb.operations' has no attribute {name!r}")
-    return getattr(importlib.import_module(module_name), name)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
