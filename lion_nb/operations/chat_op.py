@@ -151,7 +151,11 @@ async def chat(
     _log_call(branch, imodel, call)
     if call.status == "failed" or call.response is None:
         error = call.error
-        raise ExecutionError(f"`{imodel.provider}/{imodel.model}` failed: {error}") from error
+        from ..models.secrets import redact
+
+        raise ExecutionError(
+            redact(f"`{imodel.provider}/{imodel.model}` failed: {error}")
+        ) from error
     res = _to_assistant_response(branch, imodel, call.response)
     if return_ins_res_message:
         return ins, res

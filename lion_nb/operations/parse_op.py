@@ -432,7 +432,15 @@ async def parse_with_details(branch: Branch, text: Any, param: ParseParam) -> tu
         problem = _explain(exc)
     source = text if isinstance(text, str) else json.dumps(text, default=str, ensure_ascii=False)
     attempts = 0
-    if target is not None and source.strip():
+    imodel = param.imodel or branch.parse_model
+    cli_parser = bool(getattr(imodel, "is_cli", False))
+    if cli_parser:  # a CLI agent cannot answer a one-shot rewrite request
+        problem += (
+            f"; the parse model `{imodel.provider}/{imodel.model}` is a CLI agent, which cannot "
+            'rewrite text: pass an API model as `parse_model=` (e.g. "offline/auto") to repair '
+            "answers"
+        )
+    if target is not None and source.strip() and not cli_parser:
         for _ in range(max(0, param.max_retries)):
             attempts += 1
             rewritten, raw = await _ask_parse_model(branch, source, target, problem, param)

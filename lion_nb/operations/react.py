@@ -141,7 +141,7 @@ async def ReActStream(
             sample_writing=interpret_sample,
             imodel=chat_model or branch.chat_model,
         )
-        with nested_turns():
+        with nested_turns(branch):
             ins["instruction"] = await rewrite(branch, str(ins["instruction"]), param)
         if verbose:
             print(f"ReAct: interpreted instruction: {ins['instruction']}")
@@ -149,7 +149,7 @@ async def ReActStream(
     has_tools = bool(tools) or bool(len(branch.acts))
 
     async def exchange(**kw: Any) -> Any:
-        with nested_turns():
+        with nested_turns(branch):
             return await operate(
                 branch, **prepare_operate_kw(branch, chat_model=chat_model, **kwargs, **kw)
             )

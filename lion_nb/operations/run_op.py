@@ -66,6 +66,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.to_thread
 
 from ..errors import (
     AuthenticationError,
@@ -130,7 +131,7 @@ async def run(
         system = await _system_text(branch, ins, imodel)
         turn.record(instruction=ins)
         if store is not None:
-            store.open()
+            await store.open()
         yield ins
 
         call_options = dict(param.imodel_kw or {})
@@ -179,7 +180,7 @@ async def run(
                 await _close(stream)
             turn.flush_partial()
             if store is not None:
-                store.finish()
+                await store.finish()
             _log_run(branch, imodel, turn, error, time.monotonic() - started)
             if error is None:
                 await life.end(list(turn.recorded))
@@ -426,21 +427,23 @@ class _Persist:
         self.buffer = buffer_dir / f"{branch.id}.{run_id}.buffer.jsonl"
         self._file: Any = None
 
-    def open(self) -> None:
-        self._write_snapshot()
+    # Snapshots serialize the whole branch: the JSON is built on the loop (the branch is not
+    # thread-safe) and written from a worker thread, so a large branch never stalls the loop.
+    # A chunk append is one small line-buffered write and stays inline.
+    async def open(self) -> None:
+        await self._write_snapshot()
         self.buffer.parent.mkdir(parents=True, exist_ok=True)
-        self._file = open(self.buffer, "a", encoding="utf-8")  # noqa: SIM115 - closed in finish()
+        self._file = open(self.buffer, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 - closed in finish()
 
     def append(self, chunk: StreamChunk) -> None:
         self._file.write(chunk.model_dump_json() + "\n")
-        self._file.flush()
 
-    def finish(self) -> None:
+    async def finish(self) -> None:
         if self._file is None:
             return
         try:
             self._file.close()
-            self._write_snapshot()
+            await self._write_snapshot()
         except Exception:
             log.warning(
                 "the final snapshot of run buffer `%s` failed; the buffer is kept",
@@ -450,12 +453,16 @@ class _Persist:
             return
         self.buffer.unlink(missing_ok=True)
 
-    def _write_snapshot(self) -> None:
-        self.snapshot.parent.mkdir(parents=True, exist_ok=True)
-        data = json.dumps(self.branch.to_dict(mode="json"), ensure_ascii=False, default=str)
-        tmp = self.snapshot.with_name(self.snapshot.name + ".tmp")
-        tmp.write_text(data, encoding="utf-8")
-        os.replace(tmp, self.snapshot)
+    async def _write_snapshot(self) -> None:
+        data = self.branch.to_dict(mode="json")
+        await anyio.to_thread.run_sync(_write_json_atomically, self.snapshot, data)
+
+
+def _write_json_atomically(path: Path, data: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, ensure_ascii=False, default=str), encoding="utf-8")
+    os.replace(tmp, path)
 
 
 # -- collection ----------------------------------------------------------------------------------

@@ -62,6 +62,7 @@ class MessageManager:
         self._rendered: list[dict[str, Any]] = []
         self._rendered_msgs: list[tuple[RoledMessage, int]] = []
         self._seen_mutations = MUTATIONS[0]
+        self._seen_version = -1
         if system is not None:
             self.set_system(system)
 
@@ -218,9 +219,13 @@ class MessageManager:
         """The conversation as OpenAI-style messages (a new list; the dicts are shared)."""
         if progression is not None:
             return _render([self.messages[i] for i in progression])
-        order = self.messages.progression.order
+        progression = self.messages.progression
+        order = progression.order
         done = self._rendered_msgs
-        if len(done) > len(order) or (done and order[len(done) - 1] != done[-1][0].id):
+        if progression.version != self._seen_version:  # reordered or shrunk: rebuild once
+            self._invalidate()
+            self._seen_version = progression.version
+        elif len(done) > len(order) or (done and order[len(done) - 1] != done[-1][0].id):
             self._invalidate()
         elif self._seen_mutations != MUTATIONS[0]:
             # some message somewhere was edited in place: check ours once

@@ -12,13 +12,18 @@ __all__ = ["Progression"]
 
 
 class Progression:
-    """Ordered ids. Appending is O(1); membership is O(1) through a shadow count."""
+    """Ordered ids. Appending is O(1); membership is O(1) through a shadow count.
 
-    __slots__ = ("_members", "order")
+    ``version`` changes on every edit other than an append (insert, remove, clear), so a
+    reader that caches something per position (the request renderer) knows when to rebuild.
+    """
+
+    __slots__ = ("_members", "order", "version")
 
     def __init__(self, order: Iterable[IDLike] | None = None):
         self.order: list[UUID] = [to_id(i) for i in order] if order else []
         self._members: dict[UUID, int] = {}
+        self.version = 0
         for uid in self.order:
             self._members[uid] = self._members.get(uid, 0) + 1
 
@@ -29,11 +34,13 @@ class Progression:
 
     def insert(self, index: int, ref: IDLike) -> None:
         uid = to_id(ref)
+        self.version += 1
         self.order.insert(index, uid)
         self._members[uid] = self._members.get(uid, 0) + 1
 
     def remove(self, ref: IDLike) -> None:
         uid = to_id(ref)
+        self.version += 1
         self.order.remove(uid)
         left = self._members[uid] - 1
         if left:
@@ -42,6 +49,7 @@ class Progression:
             del self._members[uid]
 
     def clear(self) -> None:
+        self.version += 1
         self.order.clear()
         self._members.clear()
 

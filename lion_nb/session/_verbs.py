@@ -151,9 +151,10 @@ class BranchVerbs:
     ) -> Any:
         """A recorded model call (instruction and response appended), parsed into
         ``response_format`` or ``request_fields`` when given."""
-        from ..operations.communicate_op import communicate
+        from ..operations.communicate_op import clamp_parse_retries, communicate
         from ..operations.types import ChatParam, ParseParam
 
+        num_parse_retries = clamp_parse_retries(num_parse_retries)  # warns above 5, always
         chat_param = ChatParam(
             guidance=guidance,
             context=context,

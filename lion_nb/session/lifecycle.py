@@ -5,10 +5,12 @@
 terminal signal. Generators (``run``) use `RunLifecycle` directly, because their work happens
 during iteration.
 
-Nested turns are suppressed through a task-scoped context variable: while an observed run is
-active in a task, operations it calls through the facade (a custom Middle calling
-``branch.communicate``, ReAct's rounds) do not announce runs of their own. Because it is a
-ContextVar, concurrent tasks on the same branch never suppress each other.
+Nested turns are suppressed through a task-scoped context variable holding the ids of the
+branches whose run is in progress in this task: while an observed run is active, operations it
+calls on *the same branch* through the facade (a custom Middle calling
+``branch.communicate``, ReAct's rounds) do not announce runs of their own. A turn on another
+branch (a tool that consults a second branch) is that branch's own run and is reported. Because
+it is a ContextVar, concurrent tasks on one branch never suppress each other.
 
 Observer errors are logged and swallowed; emission is shielded from cancellation so a
 cancelled run still reports its one terminal signal.
@@ -33,20 +35,31 @@ __all__ = ["RunLifecycle", "in_nested_turn", "nested_turns", "observed_run"]
 
 T = TypeVar("T")
 
-_NESTED: contextvars.ContextVar[bool] = contextvars.ContextVar("lion_nb_nested_turn", default=False)
+_ALL = "*"
+_NESTED: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar(
+    "lion_nb_nested_turn", default=frozenset()
+)
 
 
-def in_nested_turn() -> bool:
-    return _NESTED.get()
+def in_nested_turn(branch: Branch | None = None) -> bool:
+    """Whether a turn on ``branch`` (on any branch, when not given) is nested in this task."""
+    active = _NESTED.get()
+    if branch is None:
+        return bool(active)
+    return _ALL in active or str(branch.id) in active
 
 
 class nested_turns:
-    """Mark everything inside as nested: no lifecycle of its own."""
+    """Mark turns on ``branch`` (on every branch, when not given) inside as nested: no
+    lifecycle of their own."""
 
-    __slots__ = ("_token",)
+    __slots__ = ("_key", "_token")
+
+    def __init__(self, branch: Branch | None = None):
+        self._key = _ALL if branch is None else str(branch.id)
 
     def __enter__(self) -> None:
-        self._token = _NESTED.set(True)
+        self._token = _NESTED.set(_NESTED.get() | {self._key})
 
     def __exit__(self, *exc: object) -> None:
         _NESTED.reset(self._token)
@@ -61,7 +74,7 @@ class RunLifecycle:
         self.branch = branch
         self.operation = operation
         self.run_id = uuid.uuid4().hex
-        self.active = branch._observer is not None and not _NESTED.get()
+        self.active = branch._observer is not None and not in_nested_turn(branch)
         self.started = 0.0
         self.terminated = False
 
@@ -109,11 +122,11 @@ async def _emit(branch: Branch, signal: Signal) -> None:
 
 async def observed_run(branch: Branch, awaitable: Awaitable[T], operation: str) -> T:
     """Await ``awaitable`` as one observed run of ``operation`` on ``branch``."""
-    if branch._observer is None or _NESTED.get():
+    if branch._observer is None or in_nested_turn(branch):
         return await awaitable
     life = RunLifecycle(branch, operation)
     await life.start()
-    token = _NESTED.set(True)
+    token = _NESTED.set(_NESTED.get() | {str(branch.id)})
     try:
         result = await awaitable
     except BaseException as exc:

@@ -187,3 +187,28 @@ def test_request_fields_become_a_response_format_for_the_model():
 
     assert anyio.run(go) == {"topic": "x"}
     assert requests[0]["response_format"]["schema"]["required"] == ["topic"]
+
+
+def test_num_parse_retries_above_5_warns_even_without_a_response_format():
+    b = Branch(chat_model=_scripted("plain"))
+
+    async def go():
+        return await b.communicate("x", num_parse_retries=10)
+
+    with pytest.warns(UserWarning, match="above the limit of 5"):
+        assert anyio.run(go) == "plain"
+
+
+def test_an_execution_error_never_shows_a_secret():
+    from lion_nb.models.secrets import Secret
+
+    Secret("sk-live-should-never-show-0000")
+
+    def leaky(messages, **request):
+        raise RuntimeError("upstream said: key sk-live-should-never-show-0000 is invalid")
+
+    b = Branch(chat_model=iModel(provider="offline", model="function", function=leaky))
+    with pytest.raises(ExecutionError) as info:
+        anyio.run(b.chat, "x")
+    assert "sk-live-should-never-show-0000" not in str(info.value)
+    assert "****" in str(info.value)

@@ -408,3 +408,36 @@ def test_frozen_models_carry_action_results_and_model_strings_are_accepted():
     assert isinstance(out, Frozen) and out.action_responses[0].output["temp"] == 21.5
     kw = prepare_operate_kw(b, instruction="q", chat_model="offline/auto")
     assert kw["chat_param"].imodel.provider == "offline" and kw["chat_param"].imodel.model == "auto"
+
+
+def test_structured_output_through_operate_with_a_cli_model():
+    from pydantic import BaseModel
+
+    from lion_nb import Branch, iModel
+
+    class Point(BaseModel):
+        x: int
+        y: int
+
+    turn = [{"type": "text", "content": 'Here it is: ```json\n{"x": 1, "y": 2}\n```'}, {"type": "result"}]
+    branch = Branch(chat_model=iModel(provider="offline_cli", model="scripted", turns=[turn]))
+    result = anyio.run(lambda: branch.operate(instruction="A point, please.", response_format=Point))
+    assert result == Point(x=1, y=2)
+
+
+def test_unparseable_cli_answer_says_to_pass_an_api_parse_model():
+    from pydantic import BaseModel
+
+    from lion_nb import Branch, iModel
+    from lion_nb.errors import ParseError
+
+    class Point(BaseModel):
+        x: int
+
+    turn = [{"type": "text", "content": "no json here"}, {"type": "result"}]
+    branch = Branch(chat_model=iModel(provider="offline_cli", model="scripted", turns=[turn]))
+    with pytest.raises(ParseError, match=r"is a CLI agent.*`parse_model=`"):
+        anyio.run(
+            lambda: branch.operate(instruction="x", response_format=Point, handle_validation="raise")
+        )
+    assert len(branch.chat_model.endpoint.calls) == 1  # no second (API) request to the agent

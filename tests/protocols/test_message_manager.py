@@ -114,3 +114,15 @@ def test_returned_lists_are_independent_of_the_cache():
     out = mm.chat_messages()
     out.append({"role": "user", "content": "junk"})
     assert len(mm.chat_messages()) == 1
+
+
+def test_reordering_the_progression_rebuilds_the_request():
+    mm = MessageManager(system=System(system_message="s"))
+    a = mm.add_message(instruction="a")
+    b = mm.add_message(instruction="b")
+    mm.add_message(instruction="c")
+    assert [m["content"] for m in mm.chat_messages()] == ["s", "a", "b", "c"]
+    prog = mm.messages.progression
+    prog.remove(b.id)
+    prog.insert(prog.index(a.id), b.id)  # move b before a; the tail is unchanged
+    assert [m["content"] for m in mm.chat_messages()] == ["s", "b", "a", "c"]

@@ -136,3 +136,20 @@ def test_cancelled_run_reports_one_terminal():
     terminals = [s for s in seen if isinstance(s, (RunEnd, RunFailed))]
     assert _kinds(seen)[0] == "RunStart" and len(terminals) == 1
     assert isinstance(terminals[0], RunFailed)
+
+
+def test_a_turn_on_another_branch_inside_a_run_is_that_branch_s_own_run():
+    main, helper = Branch(name="main"), Branch(name="helper")
+    seen: list = []
+    main.observe(RunStart, seen.append)
+    helper.observe(RunStart, seen.append)
+
+    async def middle(branch, instruction, chat_param, parse_param=None, clear_messages=False, skip_validation=False):
+        await helper.communicate("consulted")  # another branch: its own, reported run
+        return await branch.communicate("inner")  # same branch: nested, not reported
+
+    anyio.run(lambda: main.operate(instruction="outer", middle=middle))
+    assert [(s.branch_name, s.operation) for s in seen] == [
+        ("main", "operate"),
+        ("helper", "communicate"),
+    ]
