@@ -4,12 +4,18 @@ An iModel wraps an endpoint (see `endpoints`) with what every call needs whateve
 provider: rate limits and a concurrency bound, timing, and a call record (`APICall`) whose
 status tells success from failure without raising. Keys live in the endpoint as `Secret`s;
 ``to_dict`` and ``repr`` never include them.
+
+The limits bound CLI runs too: a run holds one slot of the limiter from before its first
+chunk until its stream ends or is closed, so ``concurrency_limit=1`` means one agent process
+at a time. ``copy.deepcopy`` works (keys are shared, connection pools and limiters are new);
+``copy()`` is the usual way to duplicate a model.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import AsyncGenerator
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -77,7 +83,8 @@ class iModel:
             if provider is not None and model is None and "/" in provider:
                 provider, model = None, provider
             provider, model = _split_model(provider, model)
-            if provider is None and model is None:
+            from_settings = provider is None and model is None
+            if from_settings:
                 from ..settings import default_chat_model
 
                 provider, model = default_chat_model()
@@ -86,10 +93,18 @@ class iModel:
                     f"`iModel(model={model!r})` names no provider. Write "
                     '`iModel(provider="openai", model=...)` or `iModel(model="openai/...")`.'
                 )
-            name, preset = resolve_provider(provider)
-            for key, value in preset.items():
-                kwargs.setdefault(key, value)
-            endpoint = endpoint_class(name)(model or "", **kwargs)
+            try:
+                name, preset = resolve_provider(provider)
+                for key, value in preset.items():
+                    kwargs.setdefault(key, value)
+                endpoint = endpoint_class(name)(model or "", **kwargs)
+            except ConfigurationError as exc:
+                if not from_settings:
+                    raise
+                raise ConfigurationError(
+                    f"The default model from `LION_CHAT_PROVIDER` / `LION_CHAT_MODEL` "
+                    f"(`{provider}/{model}`) cannot be used: {exc}"
+                ) from exc
             self.provider = provider.strip().lower()
         else:
             self.provider = endpoint.provider
@@ -169,7 +184,19 @@ class iModel:
         """The chunks of one CLI run; close the generator to stop the agent."""
         if not isinstance(self.endpoint, CLIEndpoint):
             raise ConfigurationError(f"`{self.provider}` is not a CLI agent.")
-        return self.endpoint.stream(request)
+        if self._limiter is None:
+            return self.endpoint.stream(request)
+        return self._limited_stream(request)
+
+    async def _limited_stream(self, request: CLIRequest) -> AsyncGenerator[StreamChunk, None]:
+        """The run inside one limiter slot, released once the agent's stream is closed."""
+        from ..protocols.tokens import estimate_tokens
+
+        estimate = estimate_tokens(request.prompt) + estimate_tokens(request.system)
+        async with self._limiter.slot(estimate):
+            async with aclosing(self.endpoint.stream(request)) as chunks:
+                async for chunk in chunks:
+                    yield chunk
 
     async def aclose(self) -> None:
         await self.endpoint.aclose()

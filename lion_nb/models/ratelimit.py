@@ -15,6 +15,11 @@ Waiting callers queue on one lock, so they are admitted in arrival order. The co
 slot is taken first, so a call is sent as soon as the window admits it. The anyio
 primitives are made on first use in each event loop, so one limiter can be built at import
 time and used from any later loop.
+
+A slot is borrowed on behalf of the slot itself, not of the task that took it: a CLI run
+holds its slot for the life of its stream, and a stream may be closed from another task
+than the one that started it (an abandoned generator is closed by the event loop). A deep
+copy is a new limiter with the same bounds and nothing in flight.
 """
 
 from __future__ import annotations
@@ -73,6 +78,14 @@ class RateLimiter:
         self._lock: anyio.Lock | None = None
         self._capacity: anyio.CapacityLimiter | None = None
 
+    def __deepcopy__(self, memo: dict[int, object]) -> RateLimiter:
+        return RateLimiter(
+            self.requests_per_minute,
+            self.tokens_per_minute,
+            self.max_concurrency,
+            period=self.period,
+        )
+
     def __repr__(self) -> str:
         return (
             f"RateLimiter(requests_per_minute={self.requests_per_minute}, "
@@ -98,8 +111,9 @@ class RateLimiter:
     async def slot(self, estimated_tokens: int = 0) -> AsyncIterator[None]:
         """Hold one call's place: waits for a concurrency slot, then for room in the window."""
         lock, capacity = self._primitives()
+        borrower = object()
         if capacity is not None:
-            await capacity.acquire()
+            await capacity.acquire_on_behalf_of(borrower)
         try:
             if self.requests_per_minute or self.tokens_per_minute:
                 async with lock:
@@ -107,7 +121,7 @@ class RateLimiter:
             yield
         finally:
             if capacity is not None:
-                capacity.release()
+                capacity.release_on_behalf_of(borrower)
 
     async def _admit(self, tokens: int) -> None:
         while True:

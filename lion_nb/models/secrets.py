@@ -3,6 +3,17 @@
 `Secret` holds a value and prints as ``Secret('****')``. Every value ever wrapped is also
 remembered (in this process only) so `redact` can scrub it from any text that is about to be
 shown, logged or raised -- a provider echoing a key back in an error body included.
+
+`redact` also masks the values of the environment: the well-known key variables
+(`SECRET_ENV_VARS`, values of 4 characters or more) and any variable whose name contains
+KEY, TOKEN, SECRET, PASSWORD or CREDENTIAL (values of 8 characters or more, so that short
+harmless values such as ``1`` or ``true`` are left alone). That is what keeps a CLI agent
+that prints its own credentials on stderr (``CODEX_API_KEY``, ``CLAUDE_CODE_OAUTH_TOKEN``,
+...) from leaking them into an error. The scan is cached per state of ``os.environ``, so a
+call costs a tuple comparison unless the environment changed.
+
+A `Secret` copies as itself (``copy.copy`` / ``copy.deepcopy``) and refuses to be pickled:
+a key is never written to a file by accident.
 """
 
 from __future__ import annotations
@@ -10,6 +21,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+from typing import Any
 
 __all__ = ["SECRET_ENV_VARS", "RedactingFilter", "Secret", "redact"]
 
@@ -25,9 +37,14 @@ SECRET_ENV_VARS = (
     "MISTRAL_API_KEY",
     "VLLM_API_KEY",
 )
+SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE)
+MIN_KNOWN = 4  # a wrapped key or a well-known variable's value
+MIN_NAMED = 8  # a value found only by the name of its variable
+
 _KNOWN: set[str] = set()
 _BEARER = re.compile(r"(?i)(authorization\s*[:=]\s*)(bearer\s+)?[^\s,'\"}]+")
 _KEY_HEADER = re.compile(r"(?i)((?:x-api-key|api[-_]key)['\"]?\s*[:=]\s*['\"]?)[^\s,'\"}]+")
+_cache: tuple[Any, int, tuple[str, ...]] = (None, -1, ())
 
 
 class Secret:
@@ -39,7 +56,7 @@ class Secret:
         if isinstance(value, Secret):
             value = value.reveal()
         self._value = str(value)
-        if len(self._value) >= 4:
+        if len(self._value) >= MIN_KNOWN:
             _KNOWN.add(self._value)
 
     def reveal(self) -> str:
@@ -59,19 +76,55 @@ class Secret:
     def __hash__(self) -> int:
         return hash(("Secret", self._value))
 
+    def __copy__(self) -> Secret:  # immutable: a copy is the same secret
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Secret:
+        return self
+
     def __reduce__(self):  # refuse to pickle a key into a file by accident
-        raise TypeError("A Secret cannot be pickled.")
+        raise TypeError(
+            "A Secret cannot be pickled: keys are never written to a file. To duplicate a "
+            "model in this process use `iModel.copy()` (or `copy.deepcopy`); to save one use "
+            "`iModel.to_dict()`, which leaves the key out."
+        )
 
 
-def _env_secrets() -> list[str]:
-    return [v for name in SECRET_ENV_VARS if len(v := os.environ.get(name, "")) >= 4]
+def _scan_environment() -> list[str]:
+    values: list[str] = []
+    for name, value in os.environ.items():
+        value = value.strip()
+        if name in SECRET_ENV_VARS:
+            if len(value) >= MIN_KNOWN:
+                values.append(value)
+        elif len(value) >= MIN_NAMED and SECRET_NAME.search(name):
+            values.append(value)
+    return values
+
+
+def _env_state() -> Any:
+    """A cheap fingerprint of ``os.environ`` (None where it cannot be taken: always rescan)."""
+    data = getattr(os.environ, "_data", None)
+    return tuple(data.items()) if isinstance(data, dict) else None
+
+
+def _secret_values() -> tuple[str, ...]:
+    """Every value to mask, longest first (so a key that contains another is masked whole)."""
+    global _cache
+    state, known = _env_state(), len(_KNOWN)
+    cached_state, cached_known, values = _cache
+    if state is not None and state == cached_state and known == cached_known:
+        return values
+    values = tuple(sorted({*_KNOWN, *_scan_environment()}, key=len, reverse=True))
+    _cache = (state, known, values)
+    return values
 
 
 def redact(text: str) -> str:
     """``text`` with every known key, secret environment value and auth header masked."""
     if not text:
         return text
-    for value in (*_KNOWN, *_env_secrets()):
+    for value in _secret_values():
         if value in text:
             text = text.replace(value, "****")
     text = _BEARER.sub(lambda m: m.group(1) + "****", text)

@@ -238,7 +238,7 @@ def _json_objects(text: str) -> list[dict[str, Any]]:
             continue
         try:
             value = json.loads(body)
-        except ValueError:
+        except (ValueError, RecursionError):  # model output: malformed or absurdly nested
             continue
         if isinstance(value, dict):
             objects.append(value)

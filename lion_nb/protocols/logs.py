@@ -6,7 +6,9 @@ names a ``persist_dir``; dumping with neither is a `ConfigurationError`, not a s
 location.
 
 ``capacity`` bounds memory: past it, the logger flushes everything to ``persist_dir`` when
-one is configured, and otherwise drops the oldest entries. With ``auto_save_on_exit`` (which
+one is configured (the file is written by a background thread, so logging from the event
+loop never waits on the disk; a failed write is reported with the number of entries lost),
+and otherwise drops the oldest entries. With ``auto_save_on_exit`` (which
 needs ``persist_dir``) what is still in memory is written when the process exits.
 
 Every dump (a file or ``to_dict``) passes log content through `redact`, and values under
@@ -150,13 +152,18 @@ class DataLogger:
         capacity = self.config.capacity
         if capacity is not None and len(self.logs) > capacity:
             if self.persistent:
-                try:
-                    self.dump(clear=True)
-                except OSError:
-                    logger.warning("could not flush logs to `persist_dir`", exc_info=True)
-            while len(self.logs) > capacity:  # no persist_dir, or the flush failed
+                self._flush_in_background()
+            while len(self.logs) > capacity:  # no persist_dir
                 self.logs.remove(self.logs[0])
         return entry
+
+    def _flush_in_background(self) -> None:
+        """Move the logs to ``persist_dir`` without blocking the caller (often the event
+        loop): the lines are built here, the file is written by one writer thread."""
+        target = self._target(None)
+        lines = [json.dumps(_dump_log(log), ensure_ascii=False) for log in self.logs]
+        self.logs.clear()
+        _writer().submit(_append_lines, target, lines)
 
     def _target(self, path: str | Path | None) -> Path:
         if path is not None:
@@ -191,6 +198,10 @@ class DataLogger:
             self.logs.clear()
         return target
 
+    def wait_for_writes(self) -> None:
+        """Block until every background flush so far is on disk (for tests and exit)."""
+        _writer().submit(lambda: None).result()
+
     async def adump(self, path: str | Path | None = None, clear: bool = True) -> Path | None:
         """`dump` in a worker thread, so the event loop is not blocked by file writes."""
         return await anyio.to_thread.run_sync(lambda: self.dump(path, clear))
@@ -216,3 +227,25 @@ class DataLogger:
         logs = data.get("logs")
         pile = Pile.from_dict(logs, Log.model_validate, item_type=Log) if logs else None
         return cls(config=data.get("config"), logs=pile)
+
+
+_WRITER: Any = None
+
+
+def _writer() -> Any:
+    """The one thread that writes overflowing logs, created on first use."""
+    global _WRITER
+    if _WRITER is None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _WRITER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lion_nb-logs")
+    return _WRITER
+
+
+def _append_lines(target: Path, lines: list[str]) -> None:
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with target.open("a", encoding="utf-8") as fh:
+            fh.write("\n".join(lines) + "\n")
+    except OSError:
+        logger.warning("could not flush %d log entries to `%s`", len(lines), target, exc_info=True)

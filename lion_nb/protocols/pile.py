@@ -43,6 +43,11 @@ class Pile(Generic[T]):
                 raise ValueError(
                     f"progression names {len(missing)} id(s) with no item, first {missing[0]}"
                 )
+            if len(progression) != len(self._items) or len(set(progression)) != len(progression):
+                raise ValueError(
+                    f"progression must name each of the {len(self._items)} items exactly once "
+                    f"(it has {len(progression)} entries, {len(set(progression))} distinct)"
+                )
             self.progression = progression.copy()
 
     # -- adding and removing -------------------------------------------------------------

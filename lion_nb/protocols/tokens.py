@@ -49,9 +49,9 @@ def estimate_tokens(text: Any) -> int:
 
 _CACHE: OrderedDict[int, tuple[dict, Any, int]] = OrderedDict()
 _CACHE_SIZE = 50_000
-# [length, first message, last message, total] of the last history counted: a conversation's
+# [length, messages, total] of the last history counted: a conversation's
 # next request is usually that history plus a few messages, so only those are counted.
-_LAST_PREFIX: list[Any] = [0, None, None, 0]
+_LAST_PREFIX: list[Any] = [0, [], 0]
 
 
 def _message_tokens(msg: dict[str, Any]) -> int:
@@ -66,15 +66,15 @@ def estimate_message_tokens(messages: list[dict[str, Any]]) -> int:
     """Approximate prompt tokens of an OpenAI-style message list.
 
     Counts are cached per message dict (by identity, checked against the content object),
-    and the last list's total is reused when the new list starts with the same messages,
-    because a conversation's rendered history is the same dicts turn after turn: a request
-    costs its new messages, not the whole history again.
+    and the last history's total is reused when the new list starts with the same messages
+    (compared element by element, identity first), because a conversation's rendered history
+    is the same dicts turn after turn: a request costs its new messages, not the whole
+    history again. Message dicts are treated as immutable once counted.
     """
-    prefix = _LAST_PREFIX
+    n, history, counted = _LAST_PREFIX
     start, total = 0, 2
-    n = prefix[0]
-    if n and len(messages) >= n and messages[0] is prefix[1] and messages[n - 1] is prefix[2]:
-        start, total = n, prefix[3]  # the same history as last time, plus new messages
+    if n and len(messages) >= n and messages[:n] == history:
+        start, total = n, counted  # the same history as last time, plus new messages
     cache = _CACHE
     for msg in messages[start:] if start else messages:
         key = id(msg)
@@ -90,5 +90,5 @@ def estimate_message_tokens(messages: list[dict[str, Any]]) -> int:
         if len(messages) > 1 and msg is messages[-2]:
             # remember the history without the newest message (the new instruction, which
             # is rendered afresh once it is recorded)
-            _LAST_PREFIX[:] = [len(messages) - 1, messages[0], msg, total]
+            _LAST_PREFIX[:] = [len(messages) - 1, messages[:-1], total]
     return total

@@ -20,7 +20,8 @@ What is conversation state and what is not (ADR-0016 D2, D4):
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from pydantic import PrivateAttr
@@ -42,6 +43,11 @@ if TYPE_CHECKING:  # imported where used, so that importing Branch stays cheap
 __all__ = ["Branch"]
 
 _SERIALIZED_KEYS = ("messages", "logs", "chat_model", "parse_model", "system", "log_config")
+_INIT_KEYWORDS = (
+    "messages", "system", "system_sender", "chat_model", "parse_model", "tools", "log_config",
+    "system_datetime", "system_template", "system_template_context", "logs",
+    "use_lion_system_message", "memory",
+)  # fmt: skip
 
 
 def _as_model(value: Any, what: str) -> iModel:
@@ -102,6 +108,17 @@ class Branch(BranchVerbs, Element):
     ):
         if user is not None and not isinstance(user, str):
             user = str(getattr(user, "id", user))
+        unknown = sorted(set(kwargs) - set(type(self).model_fields))
+        if unknown:
+            import difflib
+
+            known = [*_INIT_KEYWORDS, *type(self).model_fields]
+            hints = [difflib.get_close_matches(k, known, n=1) for k in unknown]
+            hint = "".join(f" Did you mean `{h[0]}`?" for h in hints if h)
+            raise TypeError(
+                f"`Branch()` got unknown keyword{'s' * (len(unknown) > 1)} "
+                f"{', '.join(f'`{k}`' for k in unknown)}.{hint}"
+            )
         super().__init__(user=user, name=name, **kwargs)
         if system_template is not None or system_template_context is not None:
             warnings.warn(
@@ -130,12 +147,21 @@ class Branch(BranchVerbs, Element):
 
         self._action_manager = ActionManager()
         if tools is not None:
-            self._action_manager.register_tools(tools if isinstance(tools, list) else [tools])
+            many = isinstance(tools, (list, tuple, set, frozenset))
+            tools = list(tools) if many else [tools]
+            self._action_manager.register_tools(tools)
 
         if isinstance(log_config, DataLoggerConfig):
             config = log_config
         elif log_config:  # a truthy dict; None or {} means the default
-            config = DataLoggerConfig.model_validate(log_config)
+            try:
+                config = DataLoggerConfig.model_validate(log_config)
+            except ValueError as exc:
+                fields = ", ".join(f"`{f}`" for f in DataLoggerConfig.model_fields)
+                raise ConfigurationError(
+                    f"`log_config` is not a valid logger configuration ({exc.errors()[0]['msg']} "
+                    f"at `{'.'.join(map(str, exc.errors()[0]['loc']))}`). Its fields are: {fields}."
+                ) from exc
         else:
             config = DataLoggerConfig()
         self._log_manager = DataLogger(config=config, logs=logs)
@@ -214,7 +240,13 @@ class Branch(BranchVerbs, Element):
 
     @chat_model.setter
     def chat_model(self, value: iModel | dict | str) -> None:
-        self._imodel_manager.chat = _as_model(value, "chat_model")
+        """Set the chat model. A parse model that was the chat model (the default) follows
+        it, so parsing never silently stays on the previous model."""
+        manager = self._imodel_manager
+        follows = manager.parse_is_chat
+        manager.chat = _as_model(value, "chat_model")
+        if follows:
+            manager.parse = manager.chat
 
     @property
     def parse_model(self) -> iModel:
@@ -286,7 +318,14 @@ class Branch(BranchVerbs, Element):
         if self._capability_grant is not None and isinstance(message, AssistantResponse):
             from ..protocols.capabilities import extract_capability_signals
 
-            signals.extend(extract_capability_signals(self, message))
+            try:  # model output is untrusted: extraction must never break recording
+                signals.extend(extract_capability_signals(self, message))
+            except Exception:
+                import logging
+
+                logging.getLogger("lion_nb.signals").warning(
+                    "capability extraction failed on message %s", message.id, exc_info=True
+                )
         for signal in signals:
             task = observer.dispatch(signal)
             if task is not None:
@@ -375,16 +414,24 @@ class Branch(BranchVerbs, Element):
         if "messages" in serialized:
             kwargs["messages"] = _load_message_pile(serialized["messages"])
             serialized.pop("system", None)  # already the first message of the pile
-        if "system" in serialized:
-            kwargs["system"] = load_message(serialized["system"])
-        if "logs" in serialized:
-            kwargs["logs"] = Pile.from_dict(serialized["logs"], Log.model_validate, item_type=Log)
+        with _malformed("system"):
+            if "system" in serialized:
+                system = load_message(serialized["system"])
+                if system.kind != "system":
+                    raise ValueError(f"it is a `{system.kind}` message, not a `system` one")
+                kwargs["system"] = system
+        with _malformed("logs"):
+            if "logs" in serialized:
+                kwargs["logs"] = Pile.from_dict(
+                    serialized["logs"], Log.model_validate, item_type=Log
+                )
         if "log_config" in serialized:
             kwargs["log_config"] = serialized["log_config"] or None
         for key in ("chat_model", "parse_model"):
             if key in serialized:
                 kwargs[key] = _as_model(serialized[key], key)
-        return cls(**kwargs)
+        with _malformed("identity fields (`id`, `created_at`, `metadata`, `user`, `name`)"):
+            return cls(**kwargs)
 
     # -- cloning -----------------------------------------------------------------------------------
     def clone(self, sender: Any = None) -> Branch:
@@ -425,7 +472,6 @@ class Branch(BranchVerbs, Element):
         api_key: str | None = None,
         queue_capacity: int = 100,
         capacity_refresh_time: float = 60,
-        interval: float | None = None,
         limit_requests: int | None = None,
         limit_tokens: int | None = None,
         *,
@@ -438,8 +484,15 @@ class Branch(BranchVerbs, Element):
         """Expose a model as a tool on this branch, so another model can consult it.
 
         ``queue_capacity`` requests per ``capacity_refresh_time`` seconds become the model's
-        request rate limit (100 per 60 s by default), unless ``limit_requests`` is given.
+        request rate limit (100 per 60 s by default), unless ``limit_requests`` is given:
+        lion_nb's rate limiter is where the original's queue settings belong. Only chat
+        endpoints can be connected (``endpoint="chat"``).
         """
+        if endpoint != "chat":
+            raise ConfigurationError(
+                f"`connect(endpoint={endpoint!r})`: only chat endpoints can be connected as a "
+                'tool; use `endpoint="chat"`.'
+            )
         if imodel is None:
             from ..models.imodel import iModel
 
@@ -479,6 +532,21 @@ class Branch(BranchVerbs, Element):
         return tool
 
 
+@contextmanager
+def _malformed(what: str) -> Iterator[None]:
+    """Turn a validation failure of a serialized branch's ``what`` into one clear error."""
+    try:
+        yield
+    except ConfigurationError:
+        raise
+    except (ValueError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
+        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ConfigurationError(
+            f"A serialized branch has malformed {what}: {detail}. Pass the dict from "
+            "`Branch.to_dict()` unchanged."
+        ) from exc
+
+
 def _load_message_pile(data: Any) -> Pile[RoledMessage]:
     from pydantic import ValidationError
 
@@ -505,7 +573,7 @@ def _load_message_pile(data: Any) -> Pile[RoledMessage]:
 
     prog = data.get("progression")
     try:
-        return Pile(
+        pile = Pile(
             items,
             item_type=RoledMessage,
             progression=Progression.from_dict(prog) if prog is not None else None,
@@ -514,3 +582,12 @@ def _load_message_pile(data: Any) -> Pile[RoledMessage]:
         raise ConfigurationError(
             f"A serialized branch's message progression does not match its messages: {exc}."
         ) from exc
+    systems = [i for i, m in enumerate(pile) if m.kind == "system"]
+    if systems and systems != [0]:
+        raise ConfigurationError(
+            "A serialized branch's messages have a system message "
+            + ("more than once" if len(systems) > 1 else f"at position {systems[0]}")
+            + "; it must be the first message, once. Pass the dict from `Branch.to_dict()` "
+            "unchanged."
+        )
+    return pile

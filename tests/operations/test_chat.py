@@ -10,7 +10,6 @@ ADR-0021 D3 clause -> test
 - chat_and_record forces the flag, delegates once, appends in order, returns the text -> test_chat_and_record_forces_the_tuple_and_appends_in_order
 - chat_and_record: a chat failure appends nothing -> test_chat_and_record_failure_appends_nothing
 - chat_and_record: no rollback when the response append fails -> test_chat_and_record_keeps_instruction_when_response_append_fails
-- chat_and_record: no lifecycle of its own, message signals still seen -> test_chat_and_record_has_no_lifecycle (tests/session/test_lifecycle.py)
 """
 
 from __future__ import annotations

@@ -134,6 +134,7 @@ def test_run_stream_consumed_into_list():
 
 def test_react_stream_consumed_into_list():
     import lion_nb.operations.react  # noqa: F401 - must exist; a broken import fails
+
     branch = Branch(chat_model=iModel("offline/auto"))
     node = Operation(
         operation="ReActStream", parameters={"instruct": {"instruction": "say something short"}}

@@ -419,9 +419,14 @@ def test_structured_output_through_operate_with_a_cli_model():
         x: int
         y: int
 
-    turn = [{"type": "text", "content": 'Here it is: ```json\n{"x": 1, "y": 2}\n```'}, {"type": "result"}]
+    turn = [
+        {"type": "text", "content": 'Here it is: ```json\n{"x": 1, "y": 2}\n```'},
+        {"type": "result"},
+    ]
     branch = Branch(chat_model=iModel(provider="offline_cli", model="scripted", turns=[turn]))
-    result = anyio.run(lambda: branch.operate(instruction="A point, please.", response_format=Point))
+    result = anyio.run(
+        lambda: branch.operate(instruction="A point, please.", response_format=Point)
+    )
     assert result == Point(x=1, y=2)
 
 
@@ -438,6 +443,8 @@ def test_unparseable_cli_answer_says_to_pass_an_api_parse_model():
     branch = Branch(chat_model=iModel(provider="offline_cli", model="scripted", turns=[turn]))
     with pytest.raises(ParseError, match=r"is a CLI agent.*`parse_model=`"):
         anyio.run(
-            lambda: branch.operate(instruction="x", response_format=Point, handle_validation="raise")
+            lambda: branch.operate(
+                instruction="x", response_format=Point, handle_validation="raise"
+            )
         )
     assert len(branch.chat_model.endpoint.calls) == 1  # no second (API) request to the agent

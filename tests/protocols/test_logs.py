@@ -95,20 +95,22 @@ def test_capacity_flushes_to_persist_dir_when_set(tmp_path):
     logger = DataLogger(DataLoggerConfig(persist_dir=tmp_path, capacity=3))
     for i in range(7):
         logger.log({"i": i})
+    logger.wait_for_writes()  # the flush is written by a background thread
     files = sorted(tmp_path.iterdir())
     written = [row["content"]["i"] for f in files for row in read_jsonl(f)]
     assert written == [0, 1, 2, 3]  # one flush, when the fourth entry went past capacity
     assert [log.content["i"] for log in logger.logs] == [4, 5, 6]
 
 
-def test_failed_flush_falls_back_to_dropping_the_oldest(tmp_path, caplog):
+def test_failed_flush_is_reported_and_memory_stays_bounded(tmp_path, caplog):
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("x")
     logger = DataLogger(DataLoggerConfig(persist_dir=blocker, capacity=2))
-    for i in range(3):
+    for i in range(5):
         logger.log({"i": i})
-    assert [log.content["i"] for log in logger.logs] == [1, 2]
-    assert any("could not flush" in r.getMessage() for r in caplog.records)
+    logger.wait_for_writes()
+    assert len(logger.logs) <= 2
+    assert any("could not flush 3 log entries" in r.getMessage() for r in caplog.records)
 
 
 def test_unbounded_capacity_keeps_everything():

@@ -138,3 +138,10 @@ def test_connect_forwards_capacity_as_requests_per_minute():
     b.connect("offline", model="auto", name="b", queue_capacity=10, capacity_refresh_time=30)
     limits = {name: t.func_callable.imodel._limits["limit_requests"] for name, t in b.tools.items()}
     assert limits == {"a": 100, "b": 20}
+
+
+def test_connect_refuses_non_chat_endpoints():
+    from lion_nb.errors import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match='only chat endpoints.*endpoint="chat"'):
+        Branch().connect("offline", model="auto", endpoint="embeddings")

@@ -36,9 +36,55 @@ def test_default_chat_model_is_offline_auto():
 
 
 def test_default_chat_model_comes_from_settings(monkeypatch):
+    monkeypatch.setenv("LION_CHAT_PROVIDER", "offline_cli")
+    monkeypatch.setenv("LION_CHAT_MODEL", "auto")
+    model = Branch().chat_model
+    assert (model.provider, model.model, model.is_cli) == ("offline_cli", "auto", True)
     monkeypatch.setenv("LION_CHAT_PROVIDER", "offline")
     monkeypatch.setenv("LION_CHAT_MODEL", "scripted")
     assert Branch().chat_model.model == "scripted"
+
+
+def test_bad_default_model_settings_name_the_variables(monkeypatch):
+    monkeypatch.setenv("LION_CHAT_MODEL", "gpt-4o")
+    with pytest.raises(ConfigurationError, match=r"LION_CHAT_PROVIDER` / `LION_CHAT_MODEL.*gpt-4o"):
+        Branch()
+    monkeypatch.delenv("LION_CHAT_MODEL")
+    monkeypatch.setenv("LION_CHAT_PROVIDER", "openai")
+    with pytest.raises(ConfigurationError, match="`LION_CHAT_MODEL` is not"):
+        Branch()
+
+
+def test_unknown_keywords_are_refused_with_a_suggestion():
+    with pytest.raises(TypeError, match="unknown keyword `systme`. Did you mean `system`"):
+        Branch(systme="hi")
+
+
+def test_tools_may_be_any_collection_or_a_single_function():
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    def sub(a: int, b: int) -> int:
+        return a - b
+
+    assert set(Branch(tools=(add, sub)).tools) == {"add", "sub"}
+    assert set(Branch(tools=add).tools) == {"add"}
+
+
+def test_setting_the_chat_model_moves_an_aliased_parse_model_too():
+    b = Branch()
+    new = iModel(provider="offline", model="scripted", responses=["x"])
+    b.chat_model = new
+    assert b.parse_model is new
+    distinct = Branch(parse_model=iModel(provider="offline", model="auto"))
+    kept = distinct.parse_model
+    distinct.chat_model = new
+    assert distinct.parse_model is kept
+
+
+def test_bad_log_config_lists_the_valid_fields():
+    with pytest.raises(ConfigurationError, match=r"`persist_dir`.*`capacity`"):
+        Branch(log_config={"persist_dirr": "/tmp"})
 
 
 def test_parse_model_aliases_chat_model_object():

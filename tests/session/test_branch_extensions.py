@@ -143,3 +143,19 @@ def test_capability_signals_follow_message_added():
         if isinstance(s, MessageAdded) and s.message.kind == "assistant_response"
     )
     assert assistant_added < seen.index(structured[0])
+
+
+def test_absurd_model_output_never_breaks_recording(caplog):
+    from pydantic import BaseModel
+
+    class Note(BaseModel):
+        title: str
+
+    b = Branch()
+    b.grant_capabilities(Note)
+    seen: list = []
+    b.observe(Signal, seen.append)
+    nested = "```json\n" + "[" * 100_000 + "\n```"
+    message = b.msgs.add_message(assistant_response=nested)
+    assert b.messages[-1] is message
+    assert [type(s).__name__ for s in seen] == ["MessageAdded"]

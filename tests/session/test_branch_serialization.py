@@ -112,10 +112,12 @@ def test_round_trip_restores_conversation():
 
 def test_from_dict_does_not_readd_the_system_message():
     data = _conversation().to_dict()
+    data["system"] = {**data["system"], "system_message": "a different, stale system"}
     again = Branch.from_dict(data)
     assert sum(m.kind == "system" for m in again.messages) == 1
-    only_system = {k: v for k, v in data.items() if k != "messages"}
-    assert Branch.from_dict(only_system).system.system_message == "be brief"
+    assert again.system.system_message == "be brief"  # the pile's, not the top-level one
+    only_system = {k: v for k, v in data.items() if k != "messages"}  # no pile: the key is used
+    assert Branch.from_dict(only_system).system.system_message == "a different, stale system"
 
 
 def test_from_dict_leaves_its_input_unchanged():
@@ -170,8 +172,36 @@ def test_distinct_parse_model_survives_round_trip():
             "progression does not match",
         ),
         ({"chat_model": {"model": "x"}}, "A serialized iModel is a dict with `provider`"),
+        (
+            {"system": {"kind": "instruction", "instruction": "x"}},
+            "malformed system: it is a `instruction`",
+        ),
+        ({"logs": {"collections": [{"content": 5}]}}, "malformed logs"),
+        ({"id": "not-a-uuid"}, "malformed identity fields"),
+        ({"created_at": "yesterday"}, "malformed identity fields"),
     ],
 )
 def test_malformed_serialized_branch_errors(data, match):
     with pytest.raises(ConfigurationError, match=match):
         Branch.from_dict(data)
+
+
+def _with_order(data: dict, order: list[str]) -> dict:
+    messages = {**data["messages"], "progression": {"order": order}}
+    return {**data, "messages": messages}
+
+
+def test_progression_must_name_every_message_exactly_once():
+    data = _conversation().to_dict(mode="json")
+    ids = data["messages"]["progression"]["order"]
+    with pytest.raises(ConfigurationError, match="each of the 3 items exactly once"):
+        Branch.from_dict(_with_order(data, ids[:1]))
+    with pytest.raises(ConfigurationError, match="each of the 3 items exactly once"):
+        Branch.from_dict(_with_order(data, [*ids, ids[0]]))
+
+
+def test_the_system_message_must_come_first():
+    data = _conversation().to_dict(mode="json")
+    ids = data["messages"]["progression"]["order"]
+    with pytest.raises(ConfigurationError, match="system message at position 2"):
+        Branch.from_dict(_with_order(data, list(reversed(ids))))

@@ -144,7 +144,14 @@ def test_a_turn_on_another_branch_inside_a_run_is_that_branch_s_own_run():
     main.observe(RunStart, seen.append)
     helper.observe(RunStart, seen.append)
 
-    async def middle(branch, instruction, chat_param, parse_param=None, clear_messages=False, skip_validation=False):
+    async def middle(
+        branch,
+        instruction,
+        chat_param,
+        parse_param=None,
+        clear_messages=False,
+        skip_validation=False,
+    ):
         await helper.communicate("consulted")  # another branch: its own, reported run
         return await branch.communicate("inner")  # same branch: nested, not reported
 

@@ -3,13 +3,16 @@
 Retry policy -- the official SDKs', so a notebook behaves like the vendor's own client:
 
 - at most ``max_retries`` (2) retries, driven by tenacity's ``AsyncRetrying`` on anyio sleep;
-- retried: connection errors, timeouts before a response, HTTP 408, 409, 429 and every 5xx
-  (529 included); never any other 4xx, and never a 429 that says the quota is spent;
+- retried: connection errors, timeouts before a response, HTTP 408, 409, every 429 (one
+  that says the quota is spent included, as the SDKs do) and every 5xx (529 included);
+  never any other 4xx;
 - an ``x-should-retry: true|false`` response header overrides that choice;
 - the wait is ``min(0.5 * 2**n, 8)`` seconds minus up to 25 % jitter, unless the server
   sends ``retry-after-ms`` or ``retry-after`` (seconds or an HTTP date) between 0 and 60 s;
 - nothing is retried once a 200 stream has started: what arrived was already shown, so a
-  second answer would contradict it. The error carries ``partial_text`` instead.
+  second answer would contradict it. The error carries ``partial_text`` instead;
+- a rate limit or server error that outlived its retries says so, and names the fix
+  (``max_retries=``, ``limit_requests=``).
 
 Deadlines: ``connect_timeout`` (5 s) to open a connection; ``timeout`` (600 s) both for each
 read and for one whole attempt, a complete stream included.
@@ -17,6 +20,12 @@ read and for one whole attempt, a complete stream included.
 Every error is a typed `ProviderError` with the status, the provider's own message (run
 through `redact`, so a key echoed back by a server never surfaces) and the request id; see
 `_http_errors` for the mapping. Headers are never logged.
+
+Keys travel in an `httpx.Auth` (`SecretAuth`) that reads each `Secret` only as the request
+is sent: no variable of ours ever holds a revealed key, so a verbose traceback that prints
+every frame's locals (IPython's ``%xmode verbose``) cannot show one. Headers whose names
+look secret (``api-key``, ``Authorization``, ...) given through ``headers=`` travel the
+same way.
 """
 
 from __future__ import annotations
@@ -25,7 +34,7 @@ import logging
 import os
 import random
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 from urllib.parse import urlsplit
@@ -47,6 +56,7 @@ from ._http_errors import (
     error_fields,
     error_from_payload,
     error_from_response,
+    exhausted,
     missing_key_error,
     parse_retry_after,
     request_id_of,
@@ -62,6 +72,7 @@ __all__ = [
     "HTTPClient",
     "HTTPEndpoint",
     "Reply",
+    "SecretAuth",
     "StreamReader",
     "backoff",
     "error_from_payload",
@@ -108,6 +119,25 @@ def normalize_usage(raw: Any, input_tokens: int | None, output_tokens: int | Non
 
 
 # -- the client --------------------------------------------------------------------------------
+class SecretAuth(httpx.Auth):
+    """Secret headers set on the request as it is sent, read from their `Secret`s only then.
+
+    ``SecretAuth({"Authorization": ("Bearer ", key)})``. Nothing outside httpx's own request
+    object ever holds the revealed value.
+    """
+
+    def __init__(self, headers: dict[str, tuple[str, Secret]]):
+        self._headers = dict(headers)
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        for name, (prefix, secret) in self._headers.items():
+            request.headers[name] = prefix + secret.reveal()
+        yield request
+
+    def __repr__(self) -> str:
+        return f"SecretAuth(headers={sorted(self._headers)!r})"
+
+
 @dataclass(slots=True)
 class Reply:
     """A successful exchange: the decoded data and the provider's request id."""
@@ -180,6 +210,16 @@ class HTTPClient:
         self._client: httpx.AsyncClient | None = None
         self._loop: object = None
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> HTTPClient:
+        """The same settings and a pool of its own (a live pool cannot be copied)."""
+        return HTTPClient(
+            self.provider,
+            self.base_url,
+            timeout=self.timeout,
+            connect_timeout=self.connect_timeout,
+            max_retries=self.max_retries,
+        )
+
     @property
     def client(self) -> httpx.AsyncClient:
         loop = _loop_token()
@@ -198,10 +238,16 @@ class HTTPClient:
 
     # -- sending -------------------------------------------------------------------------------
     async def post_json(
-        self, path: str, body: dict, headers: dict[str, str], *, key_hint: str | None = None
+        self,
+        path: str,
+        body: dict,
+        headers: dict[str, str],
+        *,
+        auth: SecretAuth | None = None,
+        key_hint: str | None = None,
     ) -> Reply:
         """POST ``body`` and decode the JSON answer, retrying per the policy."""
-        return await self._with_retries(self._json_once, path, body, headers, key_hint)
+        return await self._with_retries(self._json_once, path, body, headers, auth, key_hint)
 
     async def post_stream(
         self,
@@ -210,11 +256,12 @@ class HTTPClient:
         headers: dict[str, str],
         make_reader: Callable[[str | None], StreamReader],
         *,
+        auth: SecretAuth | None = None,
         key_hint: str | None = None,
     ) -> Reply:
         """POST ``body`` and feed the SSE events to a reader; retried only before the start."""
         return await self._with_retries(
-            self._stream_once, path, body, headers, key_hint, make_reader
+            self._stream_once, path, body, headers, auth, key_hint, make_reader
         )
 
     async def _with_retries(self, attempt_once: Callable, *args: Any) -> Any:
@@ -226,9 +273,14 @@ class HTTPClient:
             before_sleep=self._log_retry,
             reraise=True,
         )
-        async for attempt in retrying:
-            with attempt:
-                return await attempt_once(*args)
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    return await attempt_once(*args)
+        except ProviderError as exc:
+            if getattr(exc, "retryable", False):  # the policy would have gone on
+                exhausted(exc, self.max_retries)
+            raise
         raise AssertionError("unreachable: tenacity re-raises the last error")
 
     def _log_retry(self, state: RetryCallState) -> None:
@@ -237,14 +289,19 @@ class HTTPClient:
         logger.info("retrying %s in %.2f s after: %s", self.provider, wait, redact(str(exc)))
 
     async def _json_once(
-        self, path: str, body: dict, headers: dict[str, str], key_hint: str | None
+        self,
+        path: str,
+        body: dict,
+        headers: dict[str, str],
+        auth: SecretAuth | None,
+        key_hint: str | None,
     ) -> Reply:
         url = self.base_url + path
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug("POST %s", redact(url))
         try:
             with anyio.fail_after(self.timeout):
-                response = await self.client.post(url, json=body, headers=headers)
+                response = await self.client.post(url, json=body, headers=headers, auth=auth)
         except ProviderError:
             raise
         except (httpx.RequestError, TimeoutError) as exc:
@@ -262,6 +319,7 @@ class HTTPClient:
         path: str,
         body: dict,
         headers: dict[str, str],
+        auth: SecretAuth | None,
         key_hint: str | None,
         make_reader: Callable[[str | None], StreamReader],
     ) -> Reply:
@@ -273,7 +331,7 @@ class HTTPClient:
         try:
             with anyio.fail_after(self.timeout):
                 async with aconnect_sse(
-                    self.client, "POST", url, json=body, headers=dict(headers)
+                    self.client, "POST", url, json=body, headers=dict(headers), auth=auth
                 ) as source:
                     response = source.response
                     rid = request_id_of(response.headers)
@@ -379,11 +437,13 @@ class HTTPEndpoint(APIEndpoint):
     needs no key), ``base_url``, ``preset``, ``timeout``, ``connect_timeout``,
     ``max_retries``, ``headers``. The key is read when a call is made, so setting the
     variable after creating the model works; a loopback server is called without a key
-    when none is set.
+    when none is set. The key is sent as ``{key_header}: {key_prefix}<key>``.
     """
 
     default_base_url: ClassVar[str] = ""
     default_key_env: ClassVar[str | None] = None
+    key_header: ClassVar[str] = "Authorization"
+    key_prefix: ClassVar[str] = "Bearer "
 
     def __init__(self, model: str, **kwargs: Any):
         api_key = kwargs.pop("api_key", None)
@@ -398,15 +458,19 @@ class HTTPEndpoint(APIEndpoint):
                 f"`base_url={base_url!r}`: give an http(s) URL, e.g. `{self.default_base_url}`."
             )
         if not isinstance(headers, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in headers.items()
+            isinstance(k, str) and isinstance(v, (str, Secret)) for k, v in headers.items()
         ):
             raise ConfigurationError("`headers=`: give a dict of header names to string values.")
         self.api_key_env: str | None = self.default_key_env if key_env is _UNSET else key_env
         self.base_url = base_url.rstrip("/")
-        self.headers: dict[str, str] = dict(headers)
-        for name, value in self.headers.items():
-            if _SECRET_HEADER.search(name):
-                Secret(value)  # remembered, so `redact` scrubs it if a server echoes it
+        #: headers sent as given; those whose names look secret are kept as `Secret`s apart
+        self.headers: dict[str, str] = {}
+        self._secret_headers: dict[str, Secret] = {}
+        for name, value in headers.items():
+            if _SECRET_HEADER.search(name) or isinstance(value, Secret):
+                self._secret_headers[name] = Secret(value)  # `redact` scrubs it if echoed
+            else:
+                self.headers[name] = value
         self._api_key = Secret(api_key) if api_key else None
         self._env_key: Secret | None = None
         self._http = HTTPClient(self.name, self.base_url, **http)
@@ -430,6 +494,15 @@ class HTTPEndpoint(APIEndpoint):
                 raise missing_key_error(self.name, self.api_key_env)
         return None
 
+    def request_auth(self) -> SecretAuth | None:
+        """The secret headers of the next call (the key among them), or None without any."""
+        secrets = {name: ("", value) for name, value in self._secret_headers.items()}
+        key = self.resolve_key()
+        if key is not None:
+            secrets = {n: v for n, v in secrets.items() if n.lower() != self.key_header.lower()}
+            secrets[self.key_header] = (self.key_prefix, key)
+        return SecretAuth(secrets) if secrets else None
+
     @property
     def key_hint(self) -> str:
         if self._api_key is not None:
@@ -445,14 +518,14 @@ class HTTPEndpoint(APIEndpoint):
             "connect_timeout": self._http.connect_timeout,
             "max_retries": self._http.max_retries,
         }
-        safe = {k: v for k, v in self.headers.items() if not _SECRET_HEADER.search(k)}
-        if safe:
-            data["headers"] = safe
+        if self.headers:
+            data["headers"] = dict(self.headers)
         return data
 
     def live_config(self) -> dict[str, Any]:
-        """For in-process copies only: the explicit key (still a `Secret`) and all headers."""
-        data: dict[str, Any] = {"headers": dict(self.headers)} if self.headers else {}
+        """For in-process copies only: the explicit key and secret headers (still `Secret`s)."""
+        headers = {**self.headers, **self._secret_headers}
+        data: dict[str, Any] = {"headers": headers} if headers else {}
         if self._api_key is not None:
             data["api_key"] = self._api_key
         return data

@@ -2,13 +2,18 @@
 
 Status decides first (401 authentication, 403 permission, 404 not found, 429 rate limit,
 400/413/422 bad request, 5xx server, 529 overloaded); the body refines it: a context-length
-message makes a `ContextWindowError`, ``insufficient_quota`` / billing a `QuotaExceededError`,
-``overloaded_error`` an `OverloadedError`. Every text taken from a provider goes through
-`redact`, and so does every string of the body kept on the error.
+message makes a `ContextWindowError`, ``overloaded_error`` an `OverloadedError`, and a
+structured ``type`` or ``code`` of ``insufficient_quota`` a `QuotaExceededError`. The quota
+is judged from those fields only, never from the message text: rate-limit messages mention
+"billing" and "upgrade" too (Groq's do), and such a 429 must stay an ordinary, retried
+`RateLimitError`. Every text taken from a provider goes through `redact`, and so does every
+string of the body kept on the error.
 
-Each error gets two attributes the retry policy reads: ``retryable`` and ``retry_after``
-(seconds, from ``retry-after-ms`` / ``retry-after`` when 0 < x <= 60); errors met once a
-stream started also get ``partial_text``.
+Each error gets two attributes the retry policy reads: ``retryable`` (408, 409, 429 and
+5xx, as the official SDKs; ``x-should-retry`` overrides) and ``retry_after`` (seconds, from
+``retry-after-ms`` / ``retry-after`` when 0 < x <= 60); errors met once a stream started
+also get ``partial_text``. When the retries run out, `exhausted` adds to the message how
+many were made and which setting to change.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ __all__ = [
     "error_fields",
     "error_from_payload",
     "error_from_response",
+    "exhausted",
     "missing_key_error",
     "parse_retry_after",
     "request_id_of",
@@ -55,7 +61,7 @@ _CONTEXT = re.compile(
     r"context[_ ](length|window|size)|prompt is too long|reduce the length|exceed_context",
     re.IGNORECASE,
 )
-_QUOTA = re.compile(r"insufficient_quota|billing|quota exceeded|exceeded your current quota", re.I)
+_QUOTA = "insufficient_quota"
 _SNIPPET = 500
 
 
@@ -142,6 +148,7 @@ def _text(value: Any) -> str | None:
 
 def _error_class(status: int | None, etype: Any, code: Any, message: str) -> type[ProviderError]:
     text = f"{etype or ''} {code or ''} {message}"
+    quota = _QUOTA in (etype, code)
     if status == 529 or etype == "overloaded_error":
         return OverloadedError
     if status == 401 or etype == "authentication_error":
@@ -150,8 +157,8 @@ def _error_class(status: int | None, etype: Any, code: Any, message: str) -> typ
         return PermissionDeniedError
     if status == 404 or etype == "not_found_error":
         return NotFoundError
-    if status == 429 or etype == "rate_limit_error":
-        return QuotaExceededError if _QUOTA.search(text) else RateLimitError
+    if status == 429 or etype == "rate_limit_error" or quota:
+        return QuotaExceededError if quota else RateLimitError
     if status == 408:
         return ProviderTimeoutError
     if status == 409:
@@ -166,8 +173,10 @@ def _error_class(status: int | None, etype: Any, code: Any, message: str) -> typ
 _HINTS: dict[type[ProviderError], str] = {
     NotFoundError: "Check `model=` and `base_url=`.",
     ContextWindowError: "Shorten the conversation or pick a model with a larger context.",
-    QuotaExceededError: "Retrying will not help: check the account's plan and billing.",
+    QuotaExceededError: "The account is out of quota: check its plan and billing.",
 }
+_SLOW_DOWN = "raise `max_retries=` or slow down with `limit_requests=`"
+_LATER = "raise `max_retries=` or try again later"
 
 
 def error_from_payload(
@@ -217,8 +226,25 @@ def error_from_response(
         retryable = should == "true"
     else:
         retryable = status in _RETRY_STATUSES or status >= 500
-        retryable = retryable and not isinstance(exc, QuotaExceededError)
     return tag(exc, retryable=retryable, retry_after=parse_retry_after(response.headers))
+
+
+def exhausted(exc: ProviderError, retries: int) -> ProviderError:
+    """``exc`` with a note on the retries it outlived and the setting that would help.
+
+    Only for errors the policy would have retried again: rate limits, overloads and server
+    errors. A quota error keeps its billing hint alone (waiting longer will not help).
+    """
+    if isinstance(exc, QuotaExceededError) or not isinstance(exc, (RateLimitError, ServerError)):
+        return exc
+    fix = _LATER if type(exc) is ServerError else _SLOW_DOWN
+    if retries:
+        note = f"(after {retries} retr{'ies' if retries != 1 else 'y'}; {fix})"
+    else:
+        note = f"(not retried, as `max_retries=0`; {fix})"
+    exc.provider_message = f"{exc.provider_message} {note}"
+    exc.args = (exc._compose(), *exc.args[1:])
+    return exc
 
 
 def stream_error(

@@ -7,7 +7,12 @@ Design decisions:
 - Every exit path -- normal end, an exception, cancellation, a consumer that stops early and
   closes the generator, the deadline -- stops the group: SIGTERM, up to ``grace`` seconds for
   it to go, then SIGKILL; the CLI itself is always reaped. The stop is shielded from
-  cancellation so a cancelled run cannot leave a process behind.
+  cancellation so a cancelled run cannot leave a process behind. Once the deadline has
+  passed the grace is cut to ``DEADLINE_GRACE`` (0.5 s), so a CLI that ignores SIGTERM
+  cannot stretch ``timeout=2`` into four seconds.
+- Whether anything of the group is left is read from ``/proc`` (a zombie does not count),
+  in a worker thread: a scan of ``/proc`` is blocking file I/O that must not stall the event
+  loop while it waits for the group to go.
 - stdin is closed (the prompt travels in argv). stderr goes to a pipe drained by a daemon
   thread that keeps only the last ``stderr_cap`` bytes, so a CLI that floods stderr can never
   block on a full pipe, and memory stays bounded.
@@ -15,6 +20,8 @@ Design decisions:
   scope spanning a ``yield`` (which async generators must not do).
 - A non-zero exit raises `CLIError` only when the CLI did not already report the failure as
   an event: the caller says so through ``error_reported``.
+- An event the translator cannot read (a shape the CLI's output format never had) stops the
+  run with a `CLIError` naming the executable and the event type, not a bare ``KeyError``.
 
 `SubprocessCLIEndpoint` is the shared base of the ``claude_code``, ``codex`` and
 ``gemini_cli`` endpoints: executable lookup, settings, the timeout option and the stream
@@ -48,6 +55,9 @@ from .base import CLIEndpoint, CLIRequest, emit_text_delta
 __all__ = [
     "ChunkTranslator",
     "SubprocessCLIEndpoint",
+    "as_dict",
+    "as_list",
+    "count",
     "deadline_from_timeout",
     "normalized_usage",
     "run_cli",
@@ -56,6 +66,7 @@ __all__ = [
 log = logging.getLogger("lion_nb.models.cli")
 
 DEFAULT_GRACE = 2.0
+DEADLINE_GRACE = 0.5  # the grace once the run's deadline has passed
 DEFAULT_STDERR_CAP = 64 * 1024
 MAX_LINE = 64 * 1024 * 1024  # a longer stdout line is dropped, not buffered without bound
 _LIVE_GROUPS: set[int] = set()
@@ -98,16 +109,21 @@ def _group_alive(pgid: int) -> bool:
     return False
 
 
+async def _group_left(pgid: int) -> bool:
+    """`_group_alive` in a worker thread (it reads ``/proc``)."""
+    return await anyio.to_thread.run_sync(_group_alive, pgid)
+
+
 async def _stop(process: Process, grace: float) -> None:
     """SIGTERM the group, wait up to ``grace`` s, SIGKILL what is left, reap the leader."""
     pgid = process.pid
-    if process.returncode is None or _group_alive(pgid):
+    if process.returncode is None or await _group_left(pgid):
         _signal_group(pgid, signal.SIGTERM)
         with anyio.move_on_after(grace):
             await process.wait()
-            while _group_alive(pgid):  # noqa: ASYNC110 - a group has no exit event to await
+            while await _group_left(pgid):  # a group has no exit event to await
                 await anyio.sleep(0.02)
-        if process.returncode is None or _group_alive(pgid):
+        if process.returncode is None or await _group_left(pgid):
             _signal_group(pgid, getattr(signal, "SIGKILL", signal.SIGTERM))
     await process.wait()
     await process.aclose()
@@ -276,6 +292,8 @@ async def run_cli(
                 provider=provider,
             )
     finally:
+        if deadline is not None and time.monotonic() >= deadline:
+            grace = min(grace, DEADLINE_GRACE)  # the caller was promised an answer by now
         with anyio.CancelScope(shield=True):
             try:
                 await _stop(process, grace)
@@ -295,13 +313,33 @@ async def run_cli(
         raise CLIError(message, exit_code=code, stderr=tail, provider=provider)
 
 
+def as_dict(value: Any) -> dict[str, Any]:
+    """``value`` if it is a dict, else an empty one (CLI events are read defensively)."""
+    return value if isinstance(value, dict) else {}
+
+
+def as_list(value: Any) -> list[Any]:
+    """``value`` if it is a list, else an empty one."""
+    return value if isinstance(value, list) else []
+
+
+def count(value: Any) -> int:
+    """A token count from a CLI: a number (or numeric text) as an int, anything else 0."""
+    if isinstance(value, bool):
+        return 0
+    try:
+        return max(0, int(value or 0))
+    except (TypeError, ValueError, OverflowError):
+        return 0
+
+
 def normalized_usage(
     input_tokens: Any, output_tokens: Any, raw: Any, total: Any = None, **extra: Any
 ) -> dict[str, Any]:
     """``input_tokens`` / ``output_tokens`` / ``total_tokens`` whatever the CLI, plus ``raw``."""
-    inp = int(input_tokens or 0)
-    out = int(output_tokens or 0)
-    usage = {"input_tokens": inp, "output_tokens": out, "total_tokens": int(total or inp + out)}
+    inp = count(input_tokens)
+    out = count(output_tokens)
+    usage = {"input_tokens": inp, "output_tokens": out, "total_tokens": count(total) or inp + out}
     usage.update({k: v for k, v in extra.items() if v is not None})
     usage["raw"] = raw
     return usage
@@ -432,12 +470,28 @@ class SubprocessCLIEndpoint(CLIEndpoint):
         )
         async with aclosing(events):
             async for event in events:
-                for chunk in translator.feed(event):
+                for chunk in self._translate(translator, event):
                     self._observe(chunk)
                     yield chunk
-        for chunk in translator.finish():
+        for chunk in self._translate(translator, None):
             self._observe(chunk)
             yield chunk
+
+    def _translate(
+        self, translator: ChunkTranslator, event: dict[str, Any] | None
+    ) -> list[StreamChunk]:
+        """The event's chunks (``None``: the end's); a translator failure becomes a `CLIError`."""
+        try:
+            return translator.feed(event) if event is not None else translator.finish()
+        except Exception as exc:
+            what = f"a `{event.get('type')}` event" if event is not None else "its last events"
+            detail = redact(f"{type(exc).__name__}: {exc}")[:300]
+            raise CLIError(
+                f"`{self.executable}` printed {what} in a shape that could not be read "
+                f"({detail}); the run was stopped. Its output format may have changed: check "
+                f"the `{self.executable}` version, or pass `cli_path=` to use another.",
+                provider=self.provider,
+            ) from exc
 
     def _observe(self, chunk: StreamChunk) -> None:
         session_id = chunk.metadata.get("session_id")

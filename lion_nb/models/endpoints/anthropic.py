@@ -72,12 +72,12 @@ class AnthropicEndpoint(HTTPEndpoint):
     provider: ClassVar[str] = "anthropic"
     default_base_url: ClassVar[str] = "https://api.anthropic.com"
     default_key_env: ClassVar[str | None] = "ANTHROPIC_API_KEY"
+    key_header: ClassVar[str] = "x-api-key"
+    key_prefix: ClassVar[str] = ""
 
     async def complete(self, request: ChatRequest) -> ModelResponse:
-        key = self.resolve_key()
+        auth = self.request_auth()  # the key is read from its `Secret` only when sent
         headers = {"anthropic-version": ANTHROPIC_VERSION, **self.headers}
-        if key is not None:
-            headers["x-api-key"] = key.reveal()
         body, stream, answer = self._body(request)
         if stream:
             reply = await self._http.post_stream(
@@ -85,11 +85,12 @@ class AnthropicEndpoint(HTTPEndpoint):
                 body,
                 headers,
                 lambda rid: _MessageStream(self.name, rid),
+                auth=auth,
                 key_hint=self.key_hint,
             )
         else:
             reply = await self._http.post_json(
-                "/v1/messages", body, headers, key_hint=self.key_hint
+                "/v1/messages", body, headers, auth=auth, key_hint=self.key_hint
             )
         return self._response(reply.data, reply.request_id, answer)
 

@@ -10,6 +10,10 @@ and thinking are dropped (its tool calls are kept, as they are never sent as chu
 
 A ``result`` with ``is_error`` (an API failure the CLI reports as ``subtype: "success"``, or
 ``error_max_turns`` with ``errors[]``) becomes an ``error`` chunk, not a ``result``.
+
+Events are read defensively: a field of an unexpected type is treated as absent (a string
+``content`` as one text block), so a CLI update that reshapes one field costs that field,
+not the run.
 """
 
 from __future__ import annotations
@@ -18,7 +22,15 @@ from typing import Any, ClassVar
 
 from ...errors import ConfigurationError
 from ..stream import StreamChunk
-from ._subprocess import ChunkTranslator, SubprocessCLIEndpoint, normalized_usage, positional
+from ._subprocess import (
+    ChunkTranslator,
+    SubprocessCLIEndpoint,
+    as_dict,
+    as_list,
+    count,
+    normalized_usage,
+    positional,
+)
 from .base import CLIRequest
 
 __all__ = ["ClaudeCodeEndpoint"]
@@ -26,12 +38,19 @@ __all__ = ["ClaudeCodeEndpoint"]
 PERMISSION_MODES = ("default", "acceptEdits", "plan", "bypassPermissions")
 
 
-def _usage(raw: dict[str, Any] | None) -> dict[str, Any]:
+def _usage(raw: Any) -> dict[str, Any]:
     """Input tokens include cache writes and reads (all prompt tokens), as other providers count."""
-    raw = raw or {}
-    cached = raw.get("cache_read_input_tokens") or 0
-    prompt = (raw.get("input_tokens") or 0) + (raw.get("cache_creation_input_tokens") or 0) + cached
+    raw = as_dict(raw)
+    cached = count(raw.get("cache_read_input_tokens"))
+    prompt = count(raw.get("input_tokens")) + count(raw.get("cache_creation_input_tokens")) + cached
     return normalized_usage(prompt, raw.get("output_tokens"), raw, cached_input_tokens=cached)
+
+
+def _content_blocks(content: Any) -> list[dict[str, Any]]:
+    """A message's content as blocks: a string is one text block, non-dict entries are skipped."""
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return [b for b in as_list(content) if isinstance(b, dict)]
 
 
 def _tool_output(content: Any) -> Any:
@@ -41,6 +60,10 @@ def _tool_output(content: Any) -> Any:
     ):
         return "\n".join(b.get("text", "") for b in content)
     return content
+
+
+def _str_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 class _ClaudeTranslator(ChunkTranslator):
@@ -78,21 +101,21 @@ class _ClaudeTranslator(ChunkTranslator):
         return []
 
     def _delta(self, event: dict[str, Any]) -> list[StreamChunk]:
-        inner = event.get("event") or {}
+        inner = as_dict(event.get("event"))
         parent = event.get("parent_tool_use_id")
         if inner.get("type") == "message_start":
-            message_id = (inner.get("message") or {}).get("id")
-            if message_id:
+            message_id = as_dict(inner.get("message")).get("id")
+            if isinstance(message_id, str) and message_id:
                 self.current[parent] = message_id
             return []
         if inner.get("type") != "content_block_delta":
             return []
-        delta = inner.get("delta") or {}
+        delta = as_dict(inner.get("delta"))
         kind, text = {
             "text_delta": ("text", delta.get("text")),
             "thinking_delta": ("thinking", delta.get("thinking")),
         }.get(delta.get("type"), (None, None))
-        if kind is None or not text:
+        if kind is None or not text or not isinstance(text, str):
             return []
         message_id = self.current.get(parent)
         if message_id:
@@ -101,41 +124,43 @@ class _ClaudeTranslator(ChunkTranslator):
         return [StreamChunk(type=kind, content=text, is_delta=True, metadata=meta)]
 
     def _assistant(self, event: dict[str, Any]) -> list[StreamChunk]:
-        message = event.get("message") or {}
-        skip = self.streamed.get(message.get("id") or "", set())
+        message = as_dict(event.get("message"))
+        message_id = message.get("id")
+        skip = self.streamed.get(message_id, set()) if isinstance(message_id, str) else set()
         parent = event.get("parent_tool_use_id")
         meta = {"parent_tool_use_id": parent} if parent else {}
         chunks: list[StreamChunk] = []
-        for block in message.get("content") or []:
+        for block in _content_blocks(message.get("content")):
             btype = block.get("type")
             if btype in skip:
                 continue
-            if btype == "thinking" and block.get("thinking"):
+            if btype == "thinking" and isinstance(block.get("thinking"), str) and block["thinking"]:
                 chunks.append(
                     StreamChunk(type="thinking", content=block["thinking"], metadata=meta)
                 )
-            elif btype == "text" and block.get("text"):
+            elif btype == "text" and isinstance(block.get("text"), str) and block["text"]:
                 chunks.append(StreamChunk(type="text", content=block["text"], metadata=meta))
             elif btype == "tool_use":
+                tool_input = block.get("input")
                 chunks.append(
                     StreamChunk(
                         type="tool_use",
-                        tool_id=block.get("id"),
-                        tool_name=block.get("name"),
-                        tool_input=block.get("input") or {},
+                        tool_id=_str_or_none(block.get("id")),
+                        tool_name=_str_or_none(block.get("name")),
+                        tool_input=tool_input if isinstance(tool_input, dict) else {},
                         metadata=dict(meta),
                     )
                 )
         return chunks
 
     def _user(self, event: dict[str, Any]) -> list[StreamChunk]:
-        content = (event.get("message") or {}).get("content")
+        content = as_dict(event.get("message")).get("content")
         if not isinstance(content, list):
             return []
         return [
             StreamChunk(
                 type="tool_result",
-                tool_id=block.get("tool_use_id"),
+                tool_id=_str_or_none(block.get("tool_use_id")),
                 tool_output=_tool_output(block.get("content")),
                 is_error=bool(block.get("is_error")),
             )
@@ -165,10 +190,11 @@ class _ClaudeTranslator(ChunkTranslator):
             meta["api_error_status"] = meta["status"] = event["api_error_status"]
         if event.get("terminal_reason"):
             meta["terminal_reason"] = event["terminal_reason"]
-        errors = [str(e) for e in event.get("errors") or [] if e]
+        errors = [str(e) for e in as_list(event.get("errors")) if e]
+        result = event.get("result")
         message = (
             "; ".join(errors)
-            or event.get("result")
+            or (result if isinstance(result, str) else None)
             or (f"`claude` ended with `{event.get('subtype') or 'an error'}`.")
         )
         return self.error(message, **meta)

@@ -10,6 +10,9 @@ Codex reports problems as ``error`` events of two kinds: transient notices
 ("Reconnecting... 2/5") that it recovers from, surfaced as ``system`` chunks with
 ``metadata["notice"]``; and real failures, held until ``turn.failed`` turns them into one
 ``error`` chunk (a failure that never reaches ``turn.failed`` is reported at the end).
+
+Events are read defensively: a field of an unexpected type is treated as absent (a tool
+``result`` that is plain text is that text), so a reshaped field costs that field only.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ from ..stream import StreamChunk
 from ._subprocess import (
     ChunkTranslator,
     SubprocessCLIEndpoint,
+    as_dict,
+    as_list,
     normalized_usage,
     positional,
     with_system,
@@ -50,7 +55,7 @@ def _tool_input(item: dict[str, Any]) -> dict[str, Any]:
         args = item.get("arguments")
         return args if isinstance(args, dict) else {"arguments": args}
     if kind == "file_change":
-        return {"changes": item.get("changes") or []}
+        return {"changes": as_list(item.get("changes"))}
     return {"query": item.get("query")}
 
 
@@ -67,17 +72,20 @@ def _tool_result(item: dict[str, Any]) -> tuple[Any, bool, dict[str, Any]]:
         if error:
             message = error.get("message") if isinstance(error, dict) else error
             return message, True, {"status": status}
-        result = item.get("result") or {}
+        result = item.get("result")
+        if result is not None and not isinstance(result, dict):
+            return result, failed, {"status": status}
+        result = as_dict(result)
         if result.get("structured_content") is not None:
             return result["structured_content"], failed, {"status": status}
-        blocks = result.get("content") or []
+        blocks = as_list(result.get("content"))
         texts = [
             b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text"
         ]
         output = "\n".join(texts) if len(texts) == len(blocks) else blocks
         return output, failed, {"status": status}
     if kind == "file_change":
-        return item.get("changes") or [], failed, {"status": status}
+        return as_list(item.get("changes")), failed, {"status": status}
     return item.get("results"), failed, {"status": status}
 
 
@@ -85,7 +93,7 @@ class _CodexTranslator(ChunkTranslator):
     def __init__(self) -> None:
         super().__init__()
         self.session_id: str | None = None
-        self.started: set[str] = set()
+        self.started: set[str | None] = set()
         self.pending: str | None = None  # a real error awaiting turn.failed
 
     def _meta(self, **extra: Any) -> dict[str, Any]:
@@ -96,13 +104,14 @@ class _CodexTranslator(ChunkTranslator):
     def feed(self, event: dict[str, Any]) -> list[StreamChunk]:
         kind = event.get("type")
         if kind == "thread.started":
-            self.session_id = event.get("thread_id")
+            thread_id = event.get("thread_id")
+            self.session_id = thread_id if isinstance(thread_id, str) else None
             return [StreamChunk(type="system", metadata=self._meta(subtype="init"))]
         if kind in ("item.started", "item.completed"):
-            return self._item(event.get("item") or {}, completed=kind == "item.completed")
+            return self._item(as_dict(event.get("item")), completed=kind == "item.completed")
         if kind == "turn.completed":
             chunks = self._release_pending()
-            usage = event.get("usage") or {}
+            usage = as_dict(event.get("usage"))
             norm = normalized_usage(
                 usage.get("input_tokens"),
                 usage.get("output_tokens"),
@@ -115,6 +124,7 @@ class _CodexTranslator(ChunkTranslator):
         if kind == "turn.failed":
             error = event.get("error") or {}
             message = error.get("message") if isinstance(error, dict) else str(error)
+            message = message if isinstance(message, str) else None
             fallback, self.pending = self.pending, None
             return [self.error(message or fallback, **self._meta())]
         if kind == "error":
@@ -139,6 +149,7 @@ class _CodexTranslator(ChunkTranslator):
 
     def _item(self, item: dict[str, Any], *, completed: bool) -> list[StreamChunk]:
         kind, item_id = item.get("type"), item.get("id")
+        item_id = item_id if isinstance(item_id, str) else None
         if kind in _TOOL_ITEMS:
             chunks = []
             if item_id not in self.started:
@@ -165,10 +176,11 @@ class _CodexTranslator(ChunkTranslator):
             return chunks
         if not completed:
             return []
-        if kind == "reasoning" and item.get("text"):
-            return [StreamChunk(type="thinking", content=item["text"])]
-        if kind == "agent_message" and item.get("text"):
-            return [StreamChunk(type="text", content=item["text"])]
+        text = item.get("text") if isinstance(item.get("text"), str) else None
+        if kind == "reasoning" and text:
+            return [StreamChunk(type="thinking", content=text)]
+        if kind == "agent_message" and text:
+            return [StreamChunk(type="text", content=text)]
         if kind == "error" and item.get("message"):
             return [
                 StreamChunk(

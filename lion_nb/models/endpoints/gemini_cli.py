@@ -6,6 +6,7 @@ it carries on from (``system`` chunks with ``metadata["notice"]``); a failed run
 ``result`` of ``status: "error"`` (an ``error`` chunk) or a non-zero exit, whose known codes
 get a clear message. ``--resume <session id>`` continues a session. Gemini CLI has no
 system-prompt flag for one run, so ``CLIRequest.system`` is put before the prompt.
+Events are read defensively: a field of an unexpected type is treated as absent.
 """
 
 from __future__ import annotations
@@ -14,7 +15,13 @@ from typing import Any, ClassVar
 
 from ...errors import ConfigurationError
 from ..stream import StreamChunk
-from ._subprocess import ChunkTranslator, SubprocessCLIEndpoint, normalized_usage, with_system
+from ._subprocess import (
+    ChunkTranslator,
+    SubprocessCLIEndpoint,
+    as_dict,
+    normalized_usage,
+    with_system,
+)
 from .base import CLIRequest
 
 __all__ = ["GeminiCLIEndpoint"]
@@ -31,6 +38,10 @@ EXIT_CODES = {
 }
 
 
+def _str_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
 class _GeminiTranslator(ChunkTranslator):
     def __init__(self) -> None:
         super().__init__()
@@ -40,11 +51,13 @@ class _GeminiTranslator(ChunkTranslator):
     def feed(self, event: dict[str, Any]) -> list[StreamChunk]:
         kind = event.get("type")
         if kind == "init":
-            self.session_id = event.get("session_id")
+            session_id = event.get("session_id")
+            self.session_id = session_id if isinstance(session_id, str) else None
             meta = {"session_id": self.session_id, "subtype": "init", "model": event.get("model")}
             return [StreamChunk(type="system", metadata={k: v for k, v in meta.items() if v})]
         if kind == "message":
-            if event.get("role") != "assistant" or not event.get("content"):
+            content = event.get("content")
+            if event.get("role") != "assistant" or not content or not isinstance(content, str):
                 return []
             return [
                 StreamChunk(
@@ -56,8 +69,8 @@ class _GeminiTranslator(ChunkTranslator):
             return [
                 StreamChunk(
                     type="tool_use",
-                    tool_id=event.get("tool_id"),
-                    tool_name=event.get("tool_name"),
+                    tool_id=_str_or_none(event.get("tool_id")),
+                    tool_name=_str_or_none(event.get("tool_name")),
                     tool_input=params if isinstance(params, dict) else {"parameters": params},
                 )
             ]
@@ -70,7 +83,7 @@ class _GeminiTranslator(ChunkTranslator):
             return [
                 StreamChunk(
                     type="tool_result",
-                    tool_id=event.get("tool_id"),
+                    tool_id=_str_or_none(event.get("tool_id")),
                     tool_output=output,
                     is_error=failed,
                 )
@@ -86,7 +99,7 @@ class _GeminiTranslator(ChunkTranslator):
         return []
 
     def _result(self, event: dict[str, Any]) -> StreamChunk:
-        stats = event.get("stats") or {}
+        stats = as_dict(event.get("stats"))
         meta: dict[str, Any] = {"session_id": self.session_id} if self.session_id else {}
         if stats:
             meta["usage"] = normalized_usage(
@@ -102,6 +115,7 @@ class _GeminiTranslator(ChunkTranslator):
         if event.get("status") == "error":
             error = event.get("error") or {}
             message = error.get("message") if isinstance(error, dict) else str(error)
+            message = message if isinstance(message, str) else None
             if isinstance(error, dict) and error.get("type"):
                 meta["error_type"] = error["type"]
             return self.error(

@@ -44,22 +44,20 @@ class OpenAIEndpoint(HTTPEndpoint):
     default_key_env: ClassVar[str | None] = "OPENAI_API_KEY"
 
     async def complete(self, request: ChatRequest) -> ModelResponse:
-        key = self.resolve_key()
-        headers = {**self.headers}
-        if key is not None:
-            headers["Authorization"] = f"Bearer {key.reveal()}"
+        auth = self.request_auth()  # the key is read from its `Secret` only when sent
         body, stream = self._body(request)
         if stream:
             reply = await self._http.post_stream(
                 "/chat/completions",
                 body,
-                headers,
+                self.headers,
                 lambda rid: _ChatStream(self.name, rid),
+                auth=auth,
                 key_hint=self.key_hint,
             )
         else:
             reply = await self._http.post_json(
-                "/chat/completions", body, headers, key_hint=self.key_hint
+                "/chat/completions", body, self.headers, auth=auth, key_hint=self.key_hint
             )
         return self._response(reply.data, reply.request_id)
 
