@@ -432,8 +432,7 @@ class _Persist:
     # A chunk append is one small line-buffered write and stays inline.
     async def open(self) -> None:
         await self._write_snapshot()
-        self.buffer.parent.mkdir(parents=True, exist_ok=True)
-        self._file = open(self.buffer, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 - closed in finish()
+        self._file = await anyio.to_thread.run_sync(_open_buffer, self.buffer)
 
     def append(self, chunk: StreamChunk) -> None:
         self._file.write(chunk.model_dump_json() + "\n")
@@ -456,6 +455,11 @@ class _Persist:
     async def _write_snapshot(self) -> None:
         data = self.branch.to_dict(mode="json")
         await anyio.to_thread.run_sync(_write_json_atomically, self.snapshot, data)
+
+
+def _open_buffer(path: Path) -> Any:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return open(path, "a", encoding="utf-8", buffering=1)
 
 
 def _write_json_atomically(path: Path, data: dict) -> None:

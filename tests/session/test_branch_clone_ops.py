@@ -143,5 +143,5 @@ def test_connect_forwards_capacity_as_requests_per_minute():
 def test_connect_refuses_non_chat_endpoints():
     from lion_nb.errors import ConfigurationError
 
-    with pytest.raises(ConfigurationError, match='only chat endpoints.*endpoint="chat"'):
+    with pytest.raises(ConfigurationError, match=r'only chat endpoints.*endpoint="chat"'):
         Branch().connect("offline", model="auto", endpoint="embeddings")

@@ -56,7 +56,7 @@ def test_bad_default_model_settings_name_the_variables(monkeypatch):
 
 
 def test_unknown_keywords_are_refused_with_a_suggestion():
-    with pytest.raises(TypeError, match="unknown keyword `systme`. Did you mean `system`"):
+    with pytest.raises(TypeError, match=r"unknown keyword `systme`\. Did you mean `system`"):
         Branch(systme="hi")
 
 
