@@ -193,10 +193,12 @@ class iModel:
         from ..protocols.tokens import estimate_tokens
 
         estimate = estimate_tokens(request.prompt) + estimate_tokens(request.system)
-        async with self._limiter.slot(estimate):
-            async with aclosing(self.endpoint.stream(request)) as chunks:
-                async for chunk in chunks:
-                    yield chunk
+        async with (
+            self._limiter.slot(estimate),
+            aclosing(self.endpoint.stream(request)) as chunks,
+        ):
+            async for chunk in chunks:
+                yield chunk
 
     async def aclose(self) -> None:
         await self.endpoint.aclose()

@@ -3,19 +3,14 @@
 Design decisions:
 
 - The CLI runs in its own session (``start_new_session=True``), so it leads a process group
-  of its own: everything it spawns (shells, tool processes) can be stopped with one signal.
+  of its own (see `_process`).
 - Every exit path -- normal end, an exception, cancellation, a consumer that stops early and
-  closes the generator, the deadline -- stops the group: SIGTERM, up to ``grace`` seconds for
-  it to go, then SIGKILL; the CLI itself is always reaped. The stop is shielded from
-  cancellation so a cancelled run cannot leave a process behind. Once the deadline has
-  passed the grace is cut to ``DEADLINE_GRACE`` (0.5 s), so a CLI that ignores SIGTERM
-  cannot stretch ``timeout=2`` into four seconds.
-- Whether anything of the group is left is read from ``/proc`` (a zombie does not count),
-  in a worker thread: a scan of ``/proc`` is blocking file I/O that must not stall the event
-  loop while it waits for the group to go.
-- stdin is closed (the prompt travels in argv). stderr goes to a pipe drained by a daemon
-  thread that keeps only the last ``stderr_cap`` bytes, so a CLI that floods stderr can never
-  block on a full pipe, and memory stays bounded.
+  closes the generator, the deadline -- stops the group (SIGTERM, ``grace`` seconds, SIGKILL).
+  The stop is shielded from cancellation so a cancelled run cannot leave a process behind.
+  Once the deadline has passed the grace is cut to ``DEADLINE_GRACE`` (0.5 s), so a CLI that
+  ignores SIGTERM cannot stretch ``timeout=2`` into four seconds.
+- stdin is closed (the prompt travels in argv). stderr goes to a pipe drained by a thread
+  that keeps only the last ``stderr_cap`` bytes.
 - The deadline is absolute (``time.monotonic()``) and applied to each read, never as a cancel
   scope spanning a ``yield`` (which async generators must not do).
 - A non-zero exit raises `CLIError` only when the CLI did not already report the failure as
@@ -30,26 +25,24 @@ loop. Each subclass builds its argv and translates its CLI's events into `Stream
 
 from __future__ import annotations
 
-import atexit
 import json
 import logging
 import os
 import shutil
 import signal
 import subprocess
-import threading
 import time
 from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
-from pathlib import Path
 from typing import Any, ClassVar
 
 import anyio
-from anyio.abc import ByteReceiveStream, Process
+from anyio.abc import ByteReceiveStream
 
 from ...errors import CLIError, ConfigurationError, ProviderTimeoutError
 from ..secrets import redact
 from ..stream import StreamChunk
+from ._process import LIVE_GROUPS, StderrTail, stop_group
 from .base import CLIEndpoint, CLIRequest, emit_text_delta
 
 __all__ = [
@@ -69,103 +62,6 @@ DEFAULT_GRACE = 2.0
 DEADLINE_GRACE = 0.5  # the grace once the run's deadline has passed
 DEFAULT_STDERR_CAP = 64 * 1024
 MAX_LINE = 64 * 1024 * 1024  # a longer stdout line is dropped, not buffered without bound
-_LIVE_GROUPS: set[int] = set()
-
-
-# -- process groups ----------------------------------------------------------------------------
-def _signal_group(pgid: int, sig: int) -> None:
-    try:
-        if hasattr(os, "killpg"):
-            os.killpg(pgid, sig)
-        else:  # pragma: no cover - Windows has no process groups of this kind
-            os.kill(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _group_alive(pgid: int) -> bool:
-    """Whether a process that is not a zombie remains in the group."""
-    if not hasattr(os, "killpg"):  # pragma: no cover
-        return False
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    proc = Path("/proc")
-    if not proc.is_dir():  # pragma: no cover - without /proc, zombies count as alive
-        return True
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2 :].split()
-        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":
-            return True
-    return False
-
-
-async def _group_left(pgid: int) -> bool:
-    """`_group_alive` in a worker thread (it reads ``/proc``)."""
-    return await anyio.to_thread.run_sync(_group_alive, pgid)
-
-
-async def _stop(process: Process, grace: float) -> None:
-    """SIGTERM the group, wait up to ``grace`` s, SIGKILL what is left, reap the leader."""
-    pgid = process.pid
-    if process.returncode is None or await _group_left(pgid):
-        _signal_group(pgid, signal.SIGTERM)
-        with anyio.move_on_after(grace):
-            await process.wait()
-            while await _group_left(pgid):  # a group has no exit event to await
-                await anyio.sleep(0.02)
-        if process.returncode is None or await _group_left(pgid):
-            _signal_group(pgid, getattr(signal, "SIGKILL", signal.SIGTERM))
-    await process.wait()
-    await process.aclose()
-
-
-@atexit.register
-def _kill_leftovers() -> None:  # last resort when the interpreter exits mid-run
-    for pgid in list(_LIVE_GROUPS):
-        _signal_group(pgid, getattr(signal, "SIGKILL", signal.SIGTERM))
-
-
-class _StderrTail:
-    """Drain a pipe in a daemon thread, keeping its last ``cap`` bytes."""
-
-    def __init__(self, fd: int, cap: int):
-        self._fd = fd
-        self._cap = cap
-        self._buf = bytearray()
-        self._lock = threading.Lock()
-        self._thread = threading.Thread(target=self._drain, name="lion-cli-stderr", daemon=True)
-        self._thread.start()
-
-    def _drain(self) -> None:
-        try:
-            while data := os.read(self._fd, 65536):
-                with self._lock:
-                    self._buf += data
-                    if len(self._buf) > self._cap:
-                        del self._buf[: len(self._buf) - self._cap]
-        except OSError:
-            pass
-        finally:
-            os.close(self._fd)
-
-    async def wait_closed(self, within: float) -> None:
-        """Wait (off the event loop) for the pipe's end, at most ``within`` seconds."""
-        await anyio.to_thread.run_sync(self._thread.join, within)
-
-    def text(self) -> str:
-        with self._lock:
-            data = bytes(self._buf)
-        return redact(data.decode("utf-8", errors="replace"))
 
 
 # -- the stream ----------------------------------------------------------------------------------
@@ -249,8 +145,8 @@ async def run_cli(
         raise ConfigurationError(f"`{name}` could not be started ({exc.strerror or exc}).") from exc
     finally:
         os.close(write_fd)
-    _LIVE_GROUPS.add(process.pid)
-    stderr = _StderrTail(read_fd, stderr_cap)
+    LIVE_GROUPS.add(process.pid)
+    stderr = StderrTail(read_fd, stderr_cap)
     assert process.stdout is not None
     try:
         buf = bytearray()
@@ -296,9 +192,9 @@ async def run_cli(
             grace = min(grace, DEADLINE_GRACE)  # the caller was promised an answer by now
         with anyio.CancelScope(shield=True):
             try:
-                await _stop(process, grace)
+                await stop_group(process, grace)
             finally:
-                _LIVE_GROUPS.discard(process.pid)
+                LIVE_GROUPS.discard(process.pid)
                 await stderr.wait_closed(0.5)
     code = process.returncode
     if code and not error_reported():

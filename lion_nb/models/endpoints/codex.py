@@ -43,7 +43,8 @@ _TOOL_ITEMS = ("command_execution", "mcp_tool_call", "file_change", "web_search"
 def _tool_name(item: dict[str, Any]) -> str:
     if item.get("type") == "mcp_tool_call":
         server, tool = item.get("server"), item.get("tool")
-        return f"{server}.{tool}" if server else str(tool)
+        tool = tool if isinstance(tool, str) and tool else "mcp_tool_call"
+        return f"{server}.{tool}" if isinstance(server, str) and server else tool
     return str(item.get("type"))
 
 
@@ -53,6 +54,8 @@ def _tool_input(item: dict[str, Any]) -> dict[str, Any]:
         return {"command": item.get("command")}
     if kind == "mcp_tool_call":
         args = item.get("arguments")
+        if args is None:
+            return {}
         return args if isinstance(args, dict) else {"arguments": args}
     if kind == "file_change":
         return {"changes": as_list(item.get("changes"))}

@@ -9,6 +9,8 @@ from __future__ import annotations
 import gc
 import os
 import shutil
+import sys
+import threading
 import time
 from pathlib import Path
 
@@ -139,6 +141,65 @@ def test_cli_ignoring_sigterm_is_killed_after_the_grace(fake_cli, alive):
     took = anyio.run(main)
     assert 0.45 <= took < 2.0, took
     assert not alive(fake_cli.records()[0]["pid"])
+
+
+def test_cli_ignoring_sigterm_past_its_deadline_gets_a_short_grace(fake_cli, alive):
+    fake_cli.set(mode="stubborn")
+    model = claude(timeout=2)  # the default grace (2 s) would end this run after ~4 s
+
+    async def main():
+        async for _chunk in model.stream_cli(CLIRequest(prompt="x")):
+            pass
+
+    start = time.monotonic()
+    with pytest.raises(TimeoutError):
+        anyio.run(main)
+    took = time.monotonic() - start
+    assert 1.9 <= took < 3.0, took
+    assert not alive(fake_cli.records()[0]["pid"])
+
+
+# /proc reads by thread while recording; an audit hook cannot be removed, so it is installed
+# once and records only while `_PROC_READS` is a list.
+_PROC_READS: list[tuple[str, int]] | None = None
+_HOOKED = False
+
+
+def _audit(event: str, args: tuple) -> None:
+    reads = _PROC_READS
+    if reads is None or event not in ("open", "os.listdir", "os.scandir"):
+        return
+    path = str(args[0]) if args else ""
+    if path == "/proc" or (path.startswith("/proc/") and path.endswith("/stat")):
+        reads.append((path, threading.get_ident()))
+
+
+def test_process_group_is_watched_off_the_event_loop(fake_cli, alive):
+    global _PROC_READS, _HOOKED
+    if not Path("/proc").is_dir():
+        pytest.skip("needs /proc")
+    if not _HOOKED:
+        sys.addaudithook(_audit)
+        _HOOKED = True
+    fake_cli.set(mode="child")  # a group with a child: watched until every member is gone
+
+    async def main():
+        stream = claude().stream_cli(CLIRequest(prompt="x"))
+        await stream.__anext__()
+        await stream.aclose()
+
+    reads: list[tuple[str, int]] = []
+    _PROC_READS = reads
+    try:
+        anyio.run(main)
+    finally:
+        _PROC_READS = None
+    (run,) = fake_cli.records()
+    assert not alive(run["pid"]) and not alive(run["child_pid"])
+    assert reads, "the group was watched through /proc"
+    loop_thread = threading.get_ident()  # anyio.run ran the event loop on this thread
+    on_loop = [path for path, ident in reads if ident == loop_thread]
+    assert on_loop == [], f"{len(on_loop)} blocking /proc reads on the event loop"
 
 
 def test_nonzero_exit_without_error_event_raises_with_code_and_stderr(fake_cli, monkeypatch):

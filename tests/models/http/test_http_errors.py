@@ -68,6 +68,55 @@ def test_status_and_body_map_to_typed_errors(http_fake, invoke, status, body, ex
     assert call.error.request_id == "req_fake_1"
 
 
+def test_quota_is_read_from_the_structured_code_not_the_message(http_fake, invoke):
+    http_fake.push_error(429, wrapped("Upgrade your plan: see billing", "tokens", "rate_limit"))
+    http_fake.push_error(429, wrapped("Out of credit", "requests", "insufficient_quota"))
+    loose, structured = invoke(model(http_fake)), invoke(model(http_fake))
+    assert type(loose.error) is RateLimitError
+    assert type(structured.error) is QuotaExceededError
+
+
+@pytest.mark.parametrize(
+    ("status", "expected", "fix"),
+    [
+        (500, ServerError, "raise `max_retries=` or try again later"),
+        (429, RateLimitError, "raise `max_retries=` or slow down with `limit_requests=`"),
+        (529, OverloadedError, "raise `max_retries=` or slow down with `limit_requests=`"),
+    ],
+)
+def test_error_after_the_last_retry_says_so_and_names_the_fix(
+    http_fake, invoke, status, expected, fix
+):
+    key = "sk-retry-hint-12345678"
+    for _ in range(3):
+        http_fake.push_error(
+            status, wrapped(f"busy (key {key})", "server_error"), headers={"retry-after-ms": "5"}
+        )
+    m = iModel(provider="openai", model="m", base_url=http_fake.openai_url, api_key=key)
+    call = invoke(m)
+    assert type(call.error) is expected
+    assert len(http_fake.requests) == 3
+    assert f"(after 2 retries; {fix})" in str(call.error)
+    assert str(call.error).endswith("(request id req_fake_3)")
+    assert key not in str(call.error)
+
+
+def test_error_without_retries_names_max_retries(http_fake, invoke):
+    http_fake.push_error(429)
+    call = invoke(model(http_fake))  # max_retries=0
+    assert "(not retried, as `max_retries=0`; raise `max_retries=`" in str(call.error)
+
+
+def test_errors_that_are_never_retried_get_no_retry_note(http_fake, invoke):
+    http_fake.push_error(400, wrapped("bad"))
+    http_fake.push_error(503, headers={"x-should-retry": "false"})
+    retrying = iModel(provider="vllm", model="m", base_url=http_fake.openai_url)
+    bad, refused = invoke(retrying), invoke(retrying)
+    assert type(refused.error) is ServerError
+    assert "retr" not in str(bad.error) and "retr" not in str(refused.error)
+    assert len(http_fake.requests) == 2
+
+
 def test_flat_vllm_error_shape_is_understood(http_fake, invoke):
     message = (
         "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens."

@@ -17,6 +17,7 @@ from lion_nb.errors import (
     ProviderConnectionError,
     ProviderError,
     ProviderTimeoutError,
+    QuotaExceededError,
     RateLimitError,
     ServerError,
     StreamInterruptedError,
@@ -50,6 +51,41 @@ def test_429_with_retry_after_is_retried_once_after_the_wait(http_fake, invoke):
     assert call.response.text == "ok"
     assert len(http_fake.requests) == 2
     assert gaps(http_fake)[0] >= 1.0
+
+
+GROQ_TPM = (
+    "Rate limit reached for model `llama-3.3-70b-versatile` in organization `org_01` service "
+    "tier `on_demand` on tokens per minute (TPM): Limit 6000, Used 5821, Requested 912. Please "
+    "try again in 7.33s. Need more tokens? Upgrade to Dev Tier today at "
+    "https://console.groq.com/settings/billing"
+)
+
+
+def test_rate_limit_whose_message_mentions_billing_is_retried(http_fake, invoke):
+    body = {"error": {"message": GROQ_TPM, "type": "tokens", "code": "rate_limit_exceeded"}}
+    http_fake.push_error(429, body, headers={"Retry-After": "1"})
+    http_fake.push_json(OK)
+    call = invoke(model(http_fake))
+    assert call.status == "completed", call.error
+    assert len(http_fake.requests) == 2
+    assert gaps(http_fake)[0] >= 1.0
+
+
+def test_insufficient_quota_is_retried_like_any_429_and_ends_as_quota_exceeded(http_fake, invoke):
+    body = {
+        "error": {
+            "message": "You exceeded your current quota.",
+            "type": "insufficient_quota",
+            "code": "insufficient_quota",
+        }
+    }
+    for _ in range(2):
+        http_fake.push_error(429, body, headers={"retry-after-ms": "10"})
+    call = invoke(model(http_fake, max_retries=1))
+    assert type(call.error) is QuotaExceededError
+    assert len(http_fake.requests) == 2
+    assert "billing" in str(call.error)
+    assert "`limit_requests=`" not in str(call.error)  # slowing down will not help
 
 
 def test_500_three_times_is_a_server_error_after_two_retries(http_fake, invoke):

@@ -1,0 +1,67 @@
+"""`Secret` and `redact`: keys and secret-looking environment values never reach a text."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+
+import pytest
+
+from lion_nb.models.secrets import Secret, redact
+
+
+def test_values_of_variables_named_like_secrets_are_redacted(monkeypatch):
+    values = {
+        "CODEX_API_KEY": "codex-key-9f8e7d6c5b4a",
+        "CLAUDE_CODE_OAUTH_TOKEN": "oauth-tok-0123456789",
+        "MY_DB_PASSWORD": "hunter2hunter2",
+        "GCP_CREDENTIALS": "cred-blob-abcdefgh",
+        "app_client_secret": "lowercase-name-secret",
+    }
+    for name, value in values.items():
+        monkeypatch.setenv(name, value)
+    text = "leaked: " + " | ".join(values.values())
+    clean = redact(text)
+    for value in values.values():
+        assert value not in clean
+    assert clean.count("****") == len(values)
+
+
+def test_short_values_and_other_variables_are_left_alone(monkeypatch):
+    monkeypatch.setenv("FEATURE_TOKEN", "on1234")  # below 8 characters: harmless
+    monkeypatch.setenv("BUILD_LABEL", "release-candidate-7")  # the name does not look secret
+    text = "flags on1234 built from release-candidate-7"
+    assert redact(text) == text
+
+
+def test_well_known_key_variables_keep_the_shorter_minimum(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-12")
+    assert redact("key sk-12 here") == "key **** here"
+
+
+def test_redaction_follows_changes_to_the_environment(monkeypatch):
+    monkeypatch.setenv("XAI_API_KEY", "first-value-123456")
+    assert redact("first-value-123456") == "****"
+    monkeypatch.setenv("XAI_API_KEY", "second-value-654321")
+    assert redact("second-value-654321") == "****"
+    monkeypatch.delenv("XAI_API_KEY")
+    assert redact("third-value-000000") == "third-value-000000"
+
+
+def test_a_longer_secret_is_masked_whole(monkeypatch):
+    monkeypatch.setenv("SHORT_TOKEN", "abcdefgh")
+    monkeypatch.setenv("LONG_TOKEN", "abcdefgh-and-more")
+    assert redact("x abcdefgh-and-more y") == "x **** y"
+
+
+def test_secret_copies_as_itself():
+    secret = Secret("sk-copy-me-12345678")
+    assert copy.copy(secret) is secret
+    assert copy.deepcopy({"k": secret})["k"] is secret
+
+
+def test_pickling_a_secret_is_refused_and_names_imodel_copy():
+    with pytest.raises(TypeError) as info:
+        pickle.dumps(Secret("sk-never-on-disk-1234"))
+    assert "`iModel.copy()`" in str(info.value)
+    assert "sk-never-on-disk-1234" not in str(info.value)
