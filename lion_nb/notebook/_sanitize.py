@@ -2,17 +2,26 @@
 
 Model output is untrusted: a model can be prompted -- by a web page it read, a file it was
 shown -- to write ``<script>`` or an ``onerror=`` handler. Only formatting tags survive, with
-only harmless attributes; URLs must be http(s), mailto or a relative path (images may also
-be ``data:image/...``). Everything else is escaped as text, and the content of ``script``,
-``style``, ``iframe`` and similar elements is dropped entirely.
+only harmless attributes; URLs must be http(s), mailto or a relative path. Everything else is
+escaped as text, and the content of ``script``, ``style``, ``iframe`` and similar elements is
+dropped entirely.
+
+Two quieter channels are closed too. An image loads by itself, so a remote one would send
+whatever the model put in its URL (say, a secret from the prompt) to a stranger's server the
+moment the answer is shown: only inline ``data:`` images of raster types (PNG, JPEG, GIF,
+WebP) are kept as images; an image on the web becomes a link the reader can choose to follow,
+any other one its description.
+And CSS classes are the notebook's own styling, so model output could dress itself up as
+JupyterLab's dialogs or buttons: only ``language-*`` (a code block's language) is kept.
 """
 
 from __future__ import annotations
 
+import re
 from html import escape
 from html.parser import HTMLParser
 
-__all__ = ["sanitize_html"]
+__all__ = ["INLINE_IMAGES", "sanitize_html"]
 
 ALLOWED_TAGS = frozenset(
     [
@@ -79,17 +88,32 @@ ALLOWED_ATTRS = frozenset(
 )
 URL_ATTRS = frozenset({"href", "src"})
 SAFE_SCHEMES = ("http:", "https:", "mailto:")
+INLINE_IMAGES = ("data:image/png", "data:image/jpeg", "data:image/gif", "data:image/webp")
+_LANGUAGE_CLASS = re.compile(r"language-[\w+#.-]+\Z")
 
 
-def _safe_url(value: str, *, image: bool) -> bool:
-    url = "".join(value.split()).lower()  # browsers ignore whitespace inside schemes
+def _compact(value: str) -> str:
+    return "".join(value.split()).lower()  # browsers ignore whitespace inside schemes
+
+
+def _safe_url(value: str) -> bool:
+    url = _compact(value)
     if ":" not in url.split("/", 1)[0] or url.startswith(("#", "/", "./", "../", "?")):
         return True  # relative
-    if image and url.startswith(
-        ("data:image/png", "data:image/jpeg", "data:image/gif", "data:image/webp")
-    ):
-        return True
     return url.startswith(SAFE_SCHEMES)
+
+
+def _inline_image(value: str) -> bool:
+    url = _compact(value)
+    return any(
+        url.startswith(kind) and url[len(kind) : len(kind) + 1] in (";", ",")
+        for kind in INLINE_IMAGES
+    )
+
+
+def _classes(value: str) -> str:
+    """Only ``language-*`` classes: the notebook's own class names are not for model output."""
+    return " ".join(c for c in value.split() if _LANGUAGE_CLASS.match(c))
 
 
 class _Sanitizer(HTMLParser):
@@ -106,18 +130,39 @@ class _Sanitizer(HTMLParser):
             return
         if self.dropping or tag not in ALLOWED_TAGS:
             return
+        if tag == "img" and not _inline_image(dict(attrs).get("src") or ""):
+            self._image_as_link(attrs)
+            return
         kept = []
         for name, value in attrs:
             if name not in ALLOWED_ATTRS or value is None:
                 continue
-            if name in URL_ATTRS and not _safe_url(value, image=tag == "img"):
+            if name == "src" and not _inline_image(value):
                 continue
+            if name == "href" and not _safe_url(value):
+                continue
+            if name == "class":
+                value = _classes(value)
+                if not value:
+                    continue
             kept.append(f' {name}="{escape(value, quote=True)}"')
         if tag == "a":
             kept.append(' rel="noopener noreferrer nofollow"')
         self.out.append(f"<{tag}{''.join(kept)}>")
         if tag not in VOID_TAGS:
             self.open.append(tag)
+
+    def _image_as_link(self, attrs: list[tuple[str, str | None]]) -> None:
+        """An image that would load from elsewhere: a link to it if it is on the web, else
+        its description only (a relative path means nothing in a notebook's output)."""
+        found = dict(attrs)
+        src, alt = found.get("src") or "", found.get("alt") or ""
+        if _compact(src).startswith(("http:", "https:", "//")):
+            label = escape(f"image: {alt or src}", quote=False)
+            href = escape(src, quote=True)
+            self.out.append(f'<a href="{href}" rel="noopener noreferrer nofollow">{label}</a>')
+        else:  # nowhere safe to point: the description only
+            self.out.append(escape(f"image: {alt}" if alt else "image", quote=False))
 
     def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.handle_starttag(tag, attrs)

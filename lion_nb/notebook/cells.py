@@ -9,11 +9,17 @@ lives on the messages, it survives cloning, saving and loading.
 Re-running a cell whose earlier turn is on the target branch follows the re-run policy:
 
 - ``fork`` (default): the branch is forked just before that earlier turn; the fork takes the
-  branch's name and becomes the active branch, and the old timeline -- the earlier turn and
-  everything after it -- is kept under ``NAME~N``. Nothing is lost, nothing is duplicated.
+  branch's name (so if the branch was the active one, the fork is), and the old timeline --
+  the earlier turn and everything after it -- is kept under ``NAME~N``. Nothing is lost,
+  nothing is duplicated. Forking a branch named with ``-b`` does not change the active one.
 - ``append``: the new turn is appended; the history holds both answers.
 - ``replace``: the earlier turn and every message after it are removed (lossy), then the new
   turn is appended.
+
+A forked or replaced timeline no longer holds the earlier turn, so a CLI agent on it starts
+a fresh provider session (its old session remembers the dropped turns); the old timeline
+keeps the old session. A ``--system`` prompt is checked against the branch as the policy
+leaves it, so re-running a cell that set one is no conflict.
 
 A frontend that sends no cell id (a plain IPython terminal, some older clients) gives no
 re-run detection: every run appends.
@@ -25,7 +31,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["CellRef", "apply_policy", "current_cell", "tag_messages", "turn_index"]
+__all__ = [
+    "CellRef",
+    "Rerun",
+    "apply_policy",
+    "current_cell",
+    "messages_after_policy",
+    "tag_messages",
+    "turn_index",
+]
 
 TAG = "lion"
 
@@ -103,17 +117,37 @@ def sibling_name(name: str, taken: Iterable[str]) -> str:
     return f"{name}~{n}"
 
 
-def apply_policy(session: Any, branch: Any, cell: CellRef, policy: str) -> tuple[Any, str | None]:
-    """The branch the new turn goes on, and the name the old timeline was kept under (fork).
+@dataclass(frozen=True, slots=True)
+class Rerun:
+    """Where a turn goes after the re-run policy: its branch, what the policy did (``None``
+    when the cell had no earlier turn there or the policy is ``append``) and, for a fork, the
+    name the old timeline is kept under."""
+
+    branch: Any
+    action: str | None = None  # "fork" or "replace"
+    kept_as: str | None = None
+
+
+def messages_after_policy(branch: Any, cell: CellRef, policy: str) -> list[Any]:
+    """The messages the turn's branch will hold once ``policy`` is applied (nothing changes)."""
+    messages = list(branch.messages)
+    index = turn_index(branch, cell.cell_id)
+    if index is None or policy == "append":
+        return messages
+    return messages[:index]
+
+
+def apply_policy(session: Any, branch: Any, cell: CellRef, policy: str) -> Rerun:
+    """Apply the re-run ``policy`` for ``cell`` on ``branch``.
 
     ``session`` must hold ``branch``; a fork is included in it under the branch's name.
     """
     index = turn_index(branch, cell.cell_id)
     if index is None or policy == "append":
-        return branch, None
+        return Rerun(branch)
     if policy == "replace":
         _truncate(branch, index)
-        return branch, None
+        return Rerun(branch, "replace")
     fork = branch.clone()
     _truncate(fork, index)
     name = branch.name
@@ -121,4 +155,4 @@ def apply_policy(session: Any, branch: Any, cell: CellRef, policy: str) -> tuple
     branch.name = old_name
     fork.name = name
     session.include_branches(fork)
-    return fork, old_name
+    return Rerun(fork, "fork", old_name)

@@ -18,7 +18,7 @@ from IPython.core.magic_arguments import MagicArgumentParser, MagicHelpFormatter
 
 from .render import Table
 
-__all__ = ["COMMANDS", "dispatch", "dispatch_async", "is_async"]
+__all__ = ["COMMANDS", "dispatch", "dispatch_async"]
 
 _ALIASES = {
     "ls": "branches",
@@ -63,6 +63,8 @@ def _split(line: str) -> tuple[str, str]:
     if not line:
         return "help", ""
     name, _, rest = line.partition(" ")
+    if name in ("-h", "--help"):
+        return "help", rest
     return _ALIASES.get(name, name), rest
 
 
@@ -76,9 +78,13 @@ def _find(name: str) -> _Command:
 
 
 def _parse(cmd: _Command, rest: str) -> Any:
-    from .options import split_line
+    """The subcommand's arguments; ``None`` when ``-h`` / ``--help`` printed its usage."""
+    from .options import split_line, wants_help
 
     words = split_line(rest, f"%lion {cmd.name}")
+    if wants_help(words):
+        print(_usage(cmd.name))
+        return None
     try:
         return cmd.parser.parse_args(words)
     except UsageError as exc:
@@ -87,38 +93,52 @@ def _parse(cmd: _Command, rest: str) -> Any:
         ) from None
 
 
-def is_async(line: str) -> bool:
-    """Whether this ``%lion`` line calls a model (and so must be awaited)."""
-    name, rest = _split(line)
-    if name == "explain":
-        return True
-    return name == "ask" and "--bg" not in rest.split()
+def dispatch(magics: Any, line: str, *, assigned: bool = True) -> Any:
+    """Run a subcommand from synchronous code. ``ask`` and ``explain`` drive their turn with
+    `run_sync`, except ``ask --bg``, which starts on this thread's loop and returns the handle.
+    Unassigned (``assigned=False``), their answer is the cell's value and they return ``None``.
+    """
+    from .runner import run_sync
 
-
-def dispatch(magics: Any, line: str) -> Any:
-    """Run a synchronous subcommand (``ask --bg`` starts its run and returns the handle)."""
     name, rest = _split(line)
     if name == "ask":
         opts = magics.parse_turn(rest, "%lion ask", prompt=True)
-        from .turn import prepare, start_background_turn
-
-        plan, view = prepare(magics, opts, _prompt(opts))
-        return start_background_turn(magics, plan, view, cell_value=False)
+        if opts is None:
+            return None
+        if opts.bg:
+            handle = magics.start_background(opts, _prompt(opts), cell_value=not assigned)
+            return handle if assigned else None
+        return run_sync(_ask(magics, opts, assigned=assigned))
     cmd = _find(name)
-    return cmd.func(magics, _parse(cmd, rest))
+    args = _parse(cmd, rest)
+    if args is None:
+        return None
+    if name == "explain":
+        return cmd.func(magics, args, assigned=assigned)
+    return cmd.func(magics, args)
 
 
-async def dispatch_async(magics: Any, line: str) -> Any:
-    """Run any subcommand from an awaited line."""
+async def dispatch_async(magics: Any, line: str, *, assigned: bool = True) -> Any:
+    """Run any subcommand from an awaited line (``ask`` / ``explain`` on the running loop)."""
     name, rest = _split(line)
     if name == "ask":
         opts = magics.parse_turn(rest, "%lion ask", prompt=True)
-        return await magics.turn(opts, _prompt(opts), cell_value=False)
+        if opts is None:
+            return None
+        return await _ask(magics, opts, assigned=assigned)
     if name == "explain":
         from .commands_session import explain
 
-        return await explain(magics, _parse(_find(name), rest))
-    return dispatch(magics, line)
+        args = _parse(_find(name), rest)
+        if args is None:
+            return None
+        return await explain(magics, args, assigned=assigned)
+    return dispatch(magics, line, assigned=assigned)
+
+
+async def _ask(magics: Any, opts: Any, *, assigned: bool) -> Any:
+    result = await magics.turn(opts, _prompt(opts), cell_value=not assigned)
+    return result if assigned else None
 
 
 def _prompt(opts: Any) -> str:
@@ -126,6 +146,16 @@ def _prompt(opts: Any) -> str:
     if not text.strip():
         raise UsageError('`%lion ask` needs an instruction: `%lion ask "What is {x}?"`.')
     return text
+
+
+def _count(value: int, command: str, what: str) -> int:
+    """``-n``: a count of the last items, 0 for all."""
+    if value < 0:
+        raise UsageError(
+            f"`%lion {command} -n {value}`: `-n` is how many of the last {what} to show: "
+            f"a positive number, or 0 for all (e.g. `%lion {command} -n 10`)."
+        )
+    return value
 
 
 def _branch(magics: Any, name: str | None) -> Any:
@@ -171,21 +201,19 @@ Examples::
 @command("help", "Show this help, or one subcommand's usage.", arg("topic", nargs="?"))
 def _help(magics: Any, args: Any) -> None:
     if args.topic:
-        topic = _ALIASES.get(args.topic, args.topic)
-        if topic == "ask":
-            print(_ask_help())
-            return
-        print(_find(topic).parser.format_help())
+        print(_usage(_ALIASES.get(args.topic, args.topic)))
         return
     rows = [f"  {'ask':<10} Run a turn from one line (the options of %%lion)."]
     rows += [f"  {c.name:<10} {c.summary}" for c in COMMANDS.values() if c.name != "help"]
     print(OVERVIEW.format(rows="\n".join(rows)))
 
 
-def _ask_help() -> str:
-    from .magics import _ask_parser
+def _usage(topic: str) -> str:
+    if topic == "ask":
+        from .magics import _ask_parser
 
-    return _ask_parser().format_help()
+        return _ask_parser().format_help()
+    return _find(topic).parser.format_help()
 
 
 # -- branches ----------------------------------------------------------------------------------
@@ -279,9 +307,10 @@ def _remove(magics: Any, args: Any) -> None:
     arg("-n", type=int, default=20, help="how many of the last messages (0 = all)"),
 )
 def _history(magics: Any, args: Any) -> Table:
+    count = _count(args.n, "history", "messages")
     branch = _branch(magics, args.name)
     messages = list(branch.messages)
-    start = max(0, len(messages) - args.n) if args.n else 0
+    start = max(0, len(messages) - count) if count else 0
     rows = []
     for i, m in enumerate(messages[start:], start):
         tag = m.metadata.get("lion") or {}
@@ -303,11 +332,12 @@ def _history(magics: Any, args: Any) -> Table:
     arg("--kind", metavar="NAME", help="only this signal type, e.g. RunEnd"),
 )
 def _signals(magics: Any, args: Any) -> Table:
+    count = _count(args.n, "signals", "signals")
     signals = list(magics.state.signals)
     if args.kind:
         signals = [s for s in signals if s.kind == args.kind]
-    if args.n:
-        signals = signals[-args.n :]
+    if count:
+        signals = signals[-count:]
     rows = []
     for s in signals:
         detail = ""

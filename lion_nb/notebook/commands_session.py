@@ -167,13 +167,15 @@ Error and traceback:
     arg("-f", "--format", metavar="FORMAT", help="output format (default: markdown)"),
     arg("-q", "--quiet", action="store_true"),
 )
-def _explain_sync(magics: Any, args: Any) -> Any:
+def _explain_sync(magics: Any, args: Any, *, assigned: bool = True) -> Any:
     from .runner import run_sync
 
-    return run_sync(explain(magics, args))
+    return run_sync(explain(magics, args, assigned=assigned))
 
 
-async def explain(magics: Any, args: Any) -> Any:
+async def explain(magics: Any, args: Any, *, assigned: bool = True) -> Any:
+    """Explain the last error on a branch. Unassigned, the answer is the cell's value and
+    ``None`` is returned, so it is shown once."""
     from .options import TurnOptions
     from .render import FORMATS
 
@@ -190,7 +192,8 @@ async def explain(magics: Any, args: Any) -> Any:
     )
     opts = TurnOptions(branch=args.branch, model=args.model, fmt=fmt, quiet=args.quiet, raw=True)
     opts.check()
-    return await magics.turn(opts, text, cell_value=False)
+    result = await magics.turn(opts, text, cell_value=not assigned)
+    return result if assigned else None
 
 
 # -- save, load, reset ---------------------------------------------------------------------------

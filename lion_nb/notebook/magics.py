@@ -120,26 +120,44 @@ class LionMagics(Magics):
     @no_var_expand  # one interpolation pass, ours: IPython must not expand {x} / $x first
     @cell_magic("lion")
     def lion_cell(self, line: str, cell: str) -> None:
-        run_sync(self.run_cell_async(line, cell))
+        opts = self.parse_turn(line, "%%lion")
+        if opts is None:  # -h / --help: the help was printed
+            return
+        if opts.bg:  # started on this thread's loop (the kernel's), never on a helper loop
+            self.start_background(opts, cell, cell_value=True)
+            return
+        run_sync(self.turn(opts, cell, cell_value=True))
 
     async def run_cell_async(self, line: str, body: str) -> Any:
         """Run one ``%%lion`` cell; its value becomes ``Out[n]``."""
         opts = self.parse_turn(line, "%%lion")
+        if opts is None:
+            return None
         return await self.turn(opts, body, cell_value=True)
 
-    def parse_turn(self, line: str, magic: str, *, prompt: bool = False) -> TurnOptions:
+    def parse_turn(self, line: str, magic: str, *, prompt: bool = False) -> TurnOptions | None:
+        """The turn's options; ``None`` when ``-h`` / ``--help`` asked for (and got) the help."""
         parser = _TURN_PARSER if not prompt else _ask_parser()
         args = parse_with_hint(parser, line, magic, OPTION_STRINGS)
+        if args is None:
+            return None
         return TurnOptions.from_args(args, default_format=self.output_format)
 
     async def turn(self, opts: TurnOptions, body: str, *, cell_value: bool) -> Any:
         """Interpolate, plan and run one turn; with ``--bg``, return its handle at once."""
-        from .turn import prepare, run_foreground, start_background_turn
+        from .turn import prepare, run_foreground
+
+        if opts.bg:
+            return self.start_background(opts, body, cell_value=cell_value)
+        plan, view = prepare(self, opts, body)
+        return await run_foreground(self, plan, view, cell_value=cell_value)
+
+    def start_background(self, opts: TurnOptions, body: str, *, cell_value: bool) -> Any:
+        """Start a ``--bg`` turn on the running (or IPython's idle) loop; return its handle."""
+        from .turn import prepare, start_background_turn
 
         plan, view = prepare(self, opts, body)
-        if opts.bg:
-            return start_background_turn(self, plan, view, cell_value=cell_value)
-        return await run_foreground(self, plan, view, cell_value=cell_value)
+        return start_background_turn(self, plan, view, cell_value=cell_value)
 
     # -- %lion ---------------------------------------------------------------------------------
     @no_var_expand
@@ -147,7 +165,7 @@ class LionMagics(Magics):
     def lion_line(self, line: str) -> Any:
         """Manage the notebook's Session: ``%lion SUBCOMMAND [options]``.
 
-        Subcommands (``%lion help NAME`` shows each one's options)::
+        Subcommands (``%lion help NAME`` or ``%lion NAME -h`` shows each one's options)::
 
           ask        run a turn from one line (the options of %%lion)
           branches   list the branches (ls)        switch   make one active (use)
@@ -169,16 +187,20 @@ class LionMagics(Magics):
           %lion explain
           %lion config rerun append
         """
-        from .commands import dispatch, is_async
+        return self.run_line(line)
 
-        if is_async(line):
-            return run_sync(self.run_line_async(line))
-        return dispatch(self, line)
+    def run_line(self, line: str, *, assigned: bool = True) -> Any:
+        """Run ``%lion`` from synchronous code (``ask`` / ``explain`` through `run_sync`)."""
+        from .commands import dispatch
 
-    async def run_line_async(self, line: str) -> Any:
+        return dispatch(self, line, assigned=assigned)
+
+    async def run_line_async(self, line: str, *, assigned: bool = True) -> Any:
+        """Run ``%lion`` from an awaited line. Unassigned, ``ask`` / ``explain`` make their
+        answer the cell's value and return ``None``."""
         from .commands import dispatch_async
 
-        return await dispatch_async(self, line)
+        return await dispatch_async(self, line, assigned=assigned)
 
 
 def _ask_parser() -> Any:

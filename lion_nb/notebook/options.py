@@ -91,7 +91,7 @@ def turn_parser(prog: str, *, prompt: bool = False) -> Any:
         "-s",
         "--system",
         metavar="TEXT",
-        help="system prompt (a new branch, or one with no conversation yet)",
+        help="system prompt of a new branch, or of one with no conversation yet (the same prompt again changes nothing)",
     )
     add(
         "--op",
@@ -142,7 +142,13 @@ def turn_parser(prog: str, *, prompt: bool = False) -> Any:
         help="what re-running this cell does: fork (default), append, replace",
     )
     add("--raw", action="store_true", help="send the text as written: no {...} interpolation")
-    add("--max-extensions", metavar="N", type=int, help="ReAct: extra reasoning rounds (default 3)")
+    add(
+        "--max-extensions",
+        metavar="N",
+        type=int,
+        help="ReAct: extra reasoning rounds, 0 or more (default 3)",
+    )
+    add("-h", "--help", action="store_true", help="show this help")
     if prompt:
         add("prompt", nargs="*", help="the instruction")
     return p
@@ -162,6 +168,7 @@ OPTION_STRINGS = [
     "--policy",
     "--raw",
     "--max-extensions",
+    "--help",
 ]
 
 
@@ -230,6 +237,11 @@ class TurnOptions:
             )
         if self.extensions is not None and self.op != "ReAct":
             raise UsageError("`--max-extensions` only applies to `--op ReAct`.")
+        if self.extensions is not None and self.extensions < 0:
+            raise UsageError(
+                f"`--max-extensions {self.extensions}`: the number of extra reasoning rounds "
+                "is 0 or more, e.g. `--max-extensions 2` (0: no extra round)."
+            )
 
 
 def validate_name(name: str, option: str) -> str:
@@ -255,9 +267,21 @@ def split_line(line: str, magic: str) -> list[str]:
         ) from None
 
 
+HELP_FLAGS = ("-h", "--help")
+
+
+def wants_help(words: list[str]) -> bool:
+    """Whether ``-h`` / ``--help`` is among the words (a quoted prompt is one word)."""
+    return any(word in HELP_FLAGS for word in words)
+
+
 def parse_with_hint(parser: Any, line: str, magic: str, options: list[str]) -> Any:
-    """``parser`` applied to ``line``, argparse's complaint turned into a message with the fix."""
+    """``parser`` applied to ``line``, argparse's complaint turned into a message with the fix.
+    With ``-h`` / ``--help`` the help is printed and ``None`` returned."""
     words = split_line(line, magic)
+    if wants_help(words):
+        print(parser.format_help())
+        return None
     try:
         return parser.parse_args(words)
     except UsageError as exc:

@@ -9,16 +9,29 @@ kernel's running loop (never blocked, never nested), in a terminal or an in-proc
 IPython's loop. The kernel's interrupt button cancels that coroutine; the run is cancelled
 cleanly and the cell reports `RunInterrupted`.
 
-When the rewrite cannot apply (``%autoawait off``, a non-asyncio runner, a magic called
-directly), `run_sync` drives the same coroutine: on IPython's idle loop if no loop runs in
-this thread, and only then -- as a fallback for hosts without top-level await -- through
-``nest_asyncio`` on a running one.
+A ``%lion ask`` / ``%lion explain`` line that is not assigned to a variable makes its answer
+the cell's value (``Out[n]``) and evaluates to ``None``, so the answer its view shows is not
+displayed a second time; ``answer = %lion ask ...`` gets the answer.
+
+When the rewrite cannot apply (``%autoawait off``, a non-asyncio runner, an indented line, a
+magic called directly), `run_sync` drives the same coroutine. With no loop running in this
+thread it runs on IPython's idle loop. With one running (the kernel's, inside a synchronous
+cell) that loop cannot be re-entered, and it is never patched to allow it (``nest_asyncio``
+would patch it for the rest of the process): the coroutine runs on a fresh loop in a worker
+thread, in the cell's context (so output goes to the cell), while the cell waits. Either
+way an interrupt (``KeyboardInterrupt``) cancels the run's task and lets it finish -- one
+terminal signal, the partial messages recorded -- before the cell reports `RunInterrupted`.
+Background runs never take this path: they start on the kernel's loop directly.
 """
 
 from __future__ import annotations
 
 import ast
 import asyncio
+import concurrent.futures
+import contextlib
+import contextvars
+import threading
 from collections.abc import Coroutine
 from typing import Any
 
@@ -30,12 +43,15 @@ __all__ = [
     "await_transformer",
     "cell_magic_async",
     "line_magic_async",
+    "line_magic_sync",
     "run_sync",
 ]
 
 #: ``%lion`` subcommands that call a model, and so are awaited when alone on a line
 ASYNC_SUBCOMMANDS = frozenset({"ask", "explain"})
 _MODULE = __name__
+_INTERRUPTED = "the run was interrupted; the messages received so far are kept on the branch."
+_DRAIN_SECONDS = 5.0
 
 
 class RunInterrupted(Exception):
@@ -71,13 +87,8 @@ def _lion_magic_call(node: ast.AST) -> tuple[str, list[str]] | None:
     return kind, [a.value for a in args[1:]]
 
 
-def _rewrite_line(line: str) -> str | None:
-    if (
-        not line.startswith(("get_ipython().run_",))
-        and "get_ipython().run_line_magic('lion'" not in line
-    ):
-        return None
-    if line[:1].isspace():
+def _rewrite_line(line: str, *, can_await: bool) -> str | None:
+    if line[:1].isspace() or "get_ipython().run_" not in line:
         return None
     try:
         tree = ast.parse(line)
@@ -97,30 +108,34 @@ def _rewrite_line(line: str) -> str | None:
     if found is None:
         return None
     kind, args = found
-    if kind == "cell" and len(args) == 2:
-        return (
-            f"await __import__({_MODULE!r}, fromlist=['_']).cell_magic_async("
-            f"get_ipython(), {args[0]!r}, {args[1]!r})\n"
-        )
+    module = f"__import__({_MODULE!r}, fromlist=['_'])"
+    if kind == "cell" and len(args) == 2 and can_await:
+        return f"await {module}.cell_magic_async(get_ipython(), {args[0]!r}, {args[1]!r})\n"
     if kind == "line" and len(args) == 1:
         sub = args[0].split(None, 1)[0] if args[0].strip() else ""
-        if sub in ASYNC_SUBCOMMANDS:
+        if sub not in ASYNC_SUBCOMMANDS:
+            return None
+        assigned = bool(targets)
+        if can_await:
             return (
-                f"{targets}await __import__({_MODULE!r}, fromlist=['_']).line_magic_async("
-                f"get_ipython(), {args[0]!r})\n"
+                f"{targets}await {module}.line_magic_async("
+                f"get_ipython(), {args[0]!r}, assigned={assigned})\n"
             )
+        if not assigned:  # still keep the answer from being displayed twice
+            return f"{module}.line_magic_sync(get_ipython(), {args[0]!r})\n"
     return None
 
 
 def await_transformer(lines: list[str]) -> list[str]:
     """IPython ``input_transformers_post`` hook: make ``%%lion`` cells awaited calls."""
     shell = _shell()
-    if shell is None or not _can_await(shell):
+    if shell is None or _magics(shell, required=False) is None:
         return lines
+    can_await = _can_await(shell)
     out = []
     changed = False
     for line in lines:
-        new = _rewrite_line(line) if "'lion'" in line else None
+        new = _rewrite_line(line, can_await=can_await) if "'lion'" in line else None
         if new is not None:
             changed = True
             out.append(new)
@@ -157,9 +172,15 @@ async def cell_magic_async(shell: Any, line: str, body: str) -> None:
     await _interruptible(_magics(shell).run_cell_async(line, body))
 
 
-async def line_magic_async(shell: Any, line: str) -> Any:
-    """What a rewritten ``%lion ask`` / ``%lion explain`` line awaits."""
-    return await _interruptible(_magics(shell).run_line_async(line))
+async def line_magic_async(shell: Any, line: str, *, assigned: bool = True) -> Any:
+    """What a rewritten ``%lion ask`` / ``%lion explain`` line awaits. Unassigned, the answer
+    becomes the cell's value and the line evaluates to ``None`` (no second display)."""
+    return await _interruptible(_magics(shell).run_line_async(line, assigned=assigned))
+
+
+def line_magic_sync(shell: Any, line: str) -> None:
+    """An unassigned ``%lion ask`` / ``%lion explain`` line where cells cannot await."""
+    return _magics(shell).run_line(line, assigned=False)
 
 
 async def _interruptible(coro: Coroutine[Any, Any, Any]) -> Any:
@@ -169,34 +190,74 @@ async def _interruptible(coro: Coroutine[Any, Any, Any]) -> Any:
         task = asyncio.current_task()
         if task is not None and getattr(task, "cancelling", lambda: 0)():
             task.uncancel()  # handled here (Python >= 3.11): the cell ends with one clear error
-        raise RunInterrupted(
-            "the run was interrupted; the messages received so far are kept on the branch."
-        ) from None
+        raise RunInterrupted(_INTERRUPTED) from None
 
 
 def run_sync(coro: Coroutine[Any, Any, Any]) -> Any:
     """Drive ``coro`` to completion from synchronous code (the fallback path)."""
     try:
-        loop = asyncio.get_running_loop()
+        asyncio.get_running_loop()
     except RuntimeError:
-        loop = None
-    if loop is None:
-        from IPython.core.async_helpers import get_asyncio_loop
+        return _on_idle_loop(coro)
+    return _in_worker_thread(coro)
 
-        idle = get_asyncio_loop()
-        task = idle.create_task(_interruptible(coro))
+
+def _on_idle_loop(coro: Coroutine[Any, Any, Any]) -> Any:
+    from IPython.core.async_helpers import get_asyncio_loop
+
+    idle = get_asyncio_loop()
+    task = idle.create_task(_interruptible(coro))
+    try:
+        return idle.run_until_complete(task)
+    except KeyboardInterrupt:  # Ctrl-C in a terminal: let the run clean up, then report
+        task.cancel()
+        with contextlib.suppress(RunInterrupted, asyncio.CancelledError):
+            idle.run_until_complete(task)
+        raise RunInterrupted(_INTERRUPTED) from None
+
+
+def _in_worker_thread(coro: Coroutine[Any, Any, Any]) -> Any:
+    """Run ``coro`` on a new loop in a worker thread while this thread (whose loop is busy
+    running the current cell) waits; an interrupt here cancels the run there."""
+    outcome: concurrent.futures.Future[Any] = concurrent.futures.Future()
+    started = threading.Event()
+    running: dict[str, Any] = {}
+
+    async def main() -> Any:
+        running["loop"], running["task"] = asyncio.get_running_loop(), asyncio.current_task()
+        started.set()
         try:
-            return idle.run_until_complete(task)
-        except KeyboardInterrupt:  # Ctrl-C in a terminal: let the run clean up, then report
-            task.cancel()
-            try:
-                idle.run_until_complete(task)
-            except (RunInterrupted, asyncio.CancelledError):
-                pass
-            raise RunInterrupted(
-                "the run was interrupted; the messages received so far are kept on the branch."
-            ) from None
-    import nest_asyncio
+            return await _interruptible(coro)
+        finally:  # let observers the run scheduled finish before the loop closes
+            others = asyncio.all_tasks() - {asyncio.current_task()}
+            if others:
+                await asyncio.wait(others, timeout=_DRAIN_SECONDS)
 
-    nest_asyncio.apply(loop)
-    return loop.run_until_complete(_interruptible(coro))
+    def work() -> None:
+        try:
+            outcome.set_result(asyncio.run(main()))
+        except asyncio.CancelledError:  # cancelled while the last observers finished
+            outcome.set_exception(RunInterrupted(_INTERRUPTED))
+        except BaseException as exc:  # delivered to the waiting cell
+            outcome.set_exception(exc)
+
+    context = contextvars.copy_context()  # the cell's output routing travels with the run
+    threading.Thread(target=context.run, args=(work,), name="lion-run", daemon=True).start()
+    try:
+        return outcome.result()
+    except KeyboardInterrupt:
+        started.wait()
+        with contextlib.suppress(RuntimeError):  # the loop already closed: the run ended
+            running["loop"].call_soon_threadsafe(running["task"].cancel)
+        _wait_through_interrupts(outcome)
+        return outcome.result()  # `RunInterrupted`, unless the run had just finished
+
+
+def _wait_through_interrupts(outcome: concurrent.futures.Future[Any]) -> None:
+    """Wait for a cancelled run to finish cleaning up, even if interrupted again."""
+    while True:
+        try:
+            concurrent.futures.wait([outcome])
+            return
+        except KeyboardInterrupt:
+            continue

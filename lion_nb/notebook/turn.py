@@ -4,7 +4,9 @@ Planning resolves every name before anything is sent, so a mistake costs nothing
 branch (picked, or created with ``--system`` / ``--model``), the model (for this turn only on
 an existing branch), the operation (``run`` for a CLI model, ``operate`` when the cell or the
 branch has tools, else ``communicate``), the response format and the tools. Then the re-run
-policy is applied (see `cells`).
+policy is applied (see `cells`); a ``--system`` prompt is checked against the branch as the
+policy leaves it (the same prompt again changes nothing), and a CLI agent on a forked or
+replaced timeline gets a fresh provider session.
 
 ``-b NAME`` applies to its cell only: cells without it use the active branch, which changes
 with ``%lion switch`` / ``new`` / ``clone`` -- and when a re-run forks the active branch.
@@ -26,6 +28,7 @@ from typing import Any
 from IPython.core.error import UsageError
 
 from . import cells
+from .failures import as_usage_error, presentable, provider_error
 from .options import (
     BUILTIN_OPERATIONS,
     TurnOptions,
@@ -50,6 +53,8 @@ class TurnPlan:
     response_format: type | None = None
     tools: list[Any] = field(default_factory=list)
     kept_as: str | None = None  # the old timeline's name after a fork
+    rerun: str | None = None  # "fork" or "replace" when re-running a cell did so
+    fresh_session: bool = False  # a CLI agent starts a new provider session (fork / replace)
     turn_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
 
     @property
@@ -76,15 +81,18 @@ def plan_turn(magics: Any, opts: TurnOptions, text: str) -> TurnPlan:
         branch = session.new_branch(name=name, system=opts.system, chat_model=new_model)
     elif opts.model:
         model = model_for(magics, opts.model, branch)
+    cell = cells.current_cell(magics.shell, state.hooked_cell_id)
+    policy = opts.policy or magics.rerun
     try:
-        if not created and opts.system is not None:
-            check_system(branch)
         busy = state.busy(branch)
         if busy is not None:
             raise UsageError(
                 f"Branch `{branch.name}` has a background run in progress ({busy!r}). `await` "
                 "or `.cancel()` its handle, or use another branch (`-b NAME`)."
             )
+        # the system prompt is checked against what the turn's branch will hold once the
+        # re-run policy has dropped the earlier turn (re-running a `-s` cell is no conflict)
+        new_system = None if created else _system_change(branch, opts.system, cell, policy)
         chat_model = model or branch.chat_model
         op = opts.op or (
             "run" if chat_model.is_cli else "operate" if tools or branch.tools else "communicate"
@@ -94,13 +102,16 @@ def plan_turn(magics: Any, opts: TurnOptions, text: str) -> TurnPlan:
         if created:
             session.remove_branch(branch)
         raise
-    if not created and opts.system is not None:
-        branch.msgs.add_message(system=opts.system)
-    cell = cells.current_cell(magics.shell, state.hooked_cell_id)
-    policy = opts.policy or magics.rerun
-    target, kept_as = cells.apply_policy(session, branch, cell, policy)
-    if kept_as is not None or branch.name == state.active:
-        state.set_active(target)  # a fork becomes the active branch
+    was_active = branch.name == state.active
+    rerun = cells.apply_policy(session, branch, cell, policy)
+    target = rerun.branch
+    if new_system is not None:
+        target.msgs.add_message(system=new_system)
+    if was_active:
+        state.set_active(target)  # a fork of the active branch stays the active branch
+    fresh = False
+    if rerun.action in ("fork", "replace") and chat_model.is_cli:
+        model, fresh = _fresh_agent(magics, target, model, opts.model), True
     return TurnPlan(
         branch=target,
         text=text,
@@ -110,8 +121,41 @@ def plan_turn(magics: Any, opts: TurnOptions, text: str) -> TurnPlan:
         model=model,
         response_format=rf,
         tools=tools,
-        kept_as=kept_as,
+        kept_as=rerun.kept_as,
+        rerun=rerun.action,
+        fresh_session=fresh,
     )
+
+
+def _system_change(branch: Any, system: str | None, cell: Any, policy: str) -> str | None:
+    """The system prompt to set on the turn's branch, or ``None`` to leave it; a `UsageError`
+    when the branch the turn goes on already has a conversation under another prompt."""
+    if system is None:
+        return None
+    current = branch.system.system_message if branch.system is not None else None
+    if system == current:
+        return None  # the same prompt again (a re-run of its cell): nothing to change
+    kept = cells.messages_after_policy(branch, cell, policy)
+    if any(m.kind != "system" for m in kept):
+        raise UsageError(
+            f"`--system`: branch `{branch.name}` already has a conversation, so its system "
+            f'prompt is fixed. Start a new branch with it: `%%lion -b NEW --system "..."`.'
+        )
+    return system
+
+
+def _fresh_agent(magics: Any, branch: Any, model: Any, spec: str | None) -> Any:
+    """A CLI agent with no provider session for a forked or replaced timeline: the old session
+    remembers the turns that timeline dropped. Returns the turn's model (``None``: the
+    branch's own, replaced by a fresh copy)."""
+    if model is not None:
+        fresh = model.copy()
+        if spec:
+            magics.state.models[(str(branch.id), spec)] = fresh  # later `-m` turns resume it
+        return fresh
+    if branch.chat_model.provider_session_id:  # a fork's clone already has a fresh copy
+        branch.chat_model = branch.chat_model.copy()
+    return None
 
 
 def default_model(magics: Any) -> Any:
@@ -131,15 +175,6 @@ def model_for(magics: Any, spec: str, branch: Any) -> Any:
     if branch is not None:
         magics.state.models[key] = model
     return model
-
-
-def check_system(branch: Any) -> None:
-    """A system prompt can be given to a branch only while it has no conversation."""
-    if any(m.kind != "system" for m in branch.messages):
-        raise UsageError(
-            f"`--system`: branch `{branch.name}` already has a conversation, so its system "
-            f'prompt is fixed. Start a new branch with it: `%%lion -b NEW --system "..."`.'
-        )
 
 
 def _check_operation(
@@ -255,7 +290,7 @@ async def execute(plan: TurnPlan, view: Any, session: Any) -> Any:
         import anyio
 
         interrupted = isinstance(exc, (anyio.get_cancelled_exc_class(), KeyboardInterrupt))
-        view.fail(_provider_error(exc) or exc, interrupted=interrupted)
+        view.fail(provider_error(exc) or exc, interrupted=interrupted)
         raise
     finally:
         subscription.cancel()
@@ -288,8 +323,8 @@ def prepare(magics: Any, opts: TurnOptions, body: str) -> tuple[TurnPlan, Any]:
     except UsageError:
         raise
     except Exception as exc:
-        raise _as_usage_error(exc) from None
-    note = f"re-run: the earlier turn is kept on `{plan.kept_as}`" if plan.kept_as else ""
+        raise as_usage_error(exc) from None
+    note = _rerun_note(plan)
     info = TurnInfo(
         branch=plan.branch.name or str(plan.branch.id),
         operation=plan.op,
@@ -304,12 +339,25 @@ def prepare(magics: Any, opts: TurnOptions, body: str) -> tuple[TurnPlan, Any]:
     return plan, view
 
 
+def _rerun_note(plan: TurnPlan) -> str:
+    """What a re-run did, for the cell's view ("" for a first run or ``append``)."""
+    if plan.rerun == "fork":
+        note = f"re-run: the earlier turn is kept on `{plan.kept_as}`"
+    elif plan.rerun == "replace":
+        note = "re-run: the earlier turn and what followed it were replaced"
+    else:
+        return ""
+    if plan.fresh_session:
+        note += f"; the agent `{plan.model_label}` starts a fresh session"
+    return note
+
+
 async def run_foreground(magics: Any, plan: TurnPlan, view: Any, *, cell_value: bool) -> Any:
     """Run the turn in this cell and deliver its result (variable, ``Out[n]``, next cell)."""
     try:
         result = await execute(plan, view, magics.state.session)
     except Exception as exc:
-        shown = _presentable(exc)
+        shown = presentable(exc)
         if shown is exc:
             raise
         raise shown from None
@@ -332,7 +380,7 @@ def start_background_turn(magics: Any, plan: TurnPlan, view: Any, *, cell_value:
         try:
             return await execute(plan, view, state.session)
         except Exception as exc:
-            shown = _presentable(exc)
+            shown = presentable(exc)
             if shown is exc:
                 raise
             raise shown from None
@@ -368,59 +416,3 @@ def set_cell_value(shell: Any, value: Any) -> None:
         hook.fill_exec_result(value)
     except Exception:  # a display hook without a cache: the value is still returned
         pass
-
-
-# -- errors ------------------------------------------------------------------------------------------
-_KEY_HINT = (
-    "In a notebook, set it without showing it: "
-    '`import os, getpass; os.environ["{var}"] = getpass.getpass()`.'
-)
-
-
-def _as_usage_error(exc: BaseException) -> BaseException:
-    from ..errors import ConfigurationError, ItemExistsError, ItemNotFoundError
-
-    if isinstance(exc, (ConfigurationError, ItemNotFoundError, ItemExistsError)):
-        return UsageError(str(exc))
-    return exc
-
-
-def _provider_error(exc: BaseException) -> BaseException | None:
-    """The provider's own error behind ``exc`` (itself, or in its cause chain), if any."""
-    from ..errors import ProviderError
-
-    chain: BaseException | None = exc
-    seen: set[int] = set()
-    while chain is not None and id(chain) not in seen:
-        seen.add(id(chain))
-        if isinstance(chain, ProviderError):
-            return chain
-        chain = chain.__cause__ or chain.__context__
-    return None
-
-
-def _presentable(exc: BaseException) -> BaseException:
-    """The error a cell shows: the user's mistakes as `UsageError`, a provider's failure as
-    one line in the provider's own words (the traceback stays on ``exc`` for ``%debug``)."""
-    import re
-
-    from ..errors import LionError
-
-    if isinstance(exc, UsageError):
-        return exc
-    converted = _as_usage_error(exc)
-    if converted is not exc:
-        return converted
-    shown = _provider_error(exc) or (exc if isinstance(exc, LionError) else None)
-    if shown is None:
-        return exc
-    text = f"{type(shown).__name__}: {shown}"
-    match = re.search(r"`([A-Z][A-Z0-9_]*_API_KEY)`", text)
-    if match and "no API key" in text:
-        text += " " + _KEY_HINT.format(var=match.group(1))
-    lines = [text]
-    try:
-        exc._render_traceback_ = lambda: lines  # type: ignore[attr-defined]
-    except AttributeError:  # exceptions without a __dict__
-        pass
-    return exc

@@ -58,3 +58,39 @@ def test_harmless_markdown_renders_as_formatting(page):
         "two",
     ]
     assert page.get_attribute("#out a", "href") == "https://example.org"
+
+
+def test_remote_images_in_model_output_are_never_fetched(page):
+    """An image URL is a way to send data out; rendered output must not load one."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    hits: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):
+            hits.append(self.path)
+            self.send_response(200)
+            self.send_header("Content-Type", "image/gif")
+            self.end_headers()
+            self.wfile.write(b"GIF89a")
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        text = (
+            f"![chart]({base}/leak?secret=1)\n\n"
+            f'<img src="{base}/leak2">\n\n'
+            f'<img src="//127.0.0.1:{server.server_address[1]}/leak3">'
+        )
+        page.set_content(f"<div id='out'>{markdown_html(text)}</div>")
+        page.wait_for_timeout(300)
+        assert hits == []
+        assert page.query_selector_all("#out img") == []
+        assert f"{base}/leak?secret=1" in page.inner_html("#out")  # offered as a link instead
+    finally:
+        server.shutdown()

@@ -31,7 +31,46 @@ def test_help_lists_every_subcommand_with_examples(nb):
     assert run(nb, "%lion").stdout == ran.stdout  # bare %lion is help
     assert "--branch" in run(nb, "%lion help ask").stdout
     assert "-n N" in run(nb, "%lion help history").stdout
-    assert run(nb, "%lion?").error is None
+    ran = run(nb, "%lion?")
+    assert ran.error is None
+    for text in (
+        "%lion SUBCOMMAND [options]",
+        "ask        run a turn from one line",
+        "branches   list the branches (ls)",
+        "explain    explain the last error",
+        "config     show or set LionMagics options",
+        "Examples::",
+        'answer = %lion ask -b critic "Is {Out[4]} right?"',
+        'handle = %lion ask --bg "Write the report."',
+        "%lion config rerun append",
+    ):
+        assert text in ran.stdout, text
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("%lion ask -h", ["prompt", "--branch", "--bg"]),
+        ('%lion ask --help "not sent"', ["prompt", "--branch"]),
+        ("%lion switch -h", ["lion switch", "name"]),
+        ("%lion history --help", ["lion history", "-n N"]),
+        ("%lion explain -h", ["lion explain", "--branch"]),
+        ("%lion -h", ["ask        Run a turn from one line", "Examples::"]),
+        ("%lion --help", ["ask        Run a turn from one line"]),
+    ],
+)
+def test_h_and_help_print_a_subcommands_usage(nb, line, expected):
+    ran = run(nb, line)
+    assert ran.error is None, ran
+    for text in expected:
+        assert text in ran.stdout, (text, ran.stdout)
+    assert list(current_session().default_branch.messages) == []  # nothing was sent
+
+
+def test_a_quoted_h_in_a_prompt_is_text(nb):
+    ran = run(nb, 'a = %lion ask "what does -h mean?"')
+    assert ran.error is None, ran
+    assert nb.user_ns["a"].startswith("Offline model")
 
 
 def test_branches_switch_new_clone_remove(nb):

@@ -38,6 +38,10 @@ def nb(ip):
         ("%%lion -b\nhi", ["-b/--branch", "expected one argument"]),
         ("%%lion --policy sometimes\nhi", ["invalid choice: 'sometimes'"]),
         ("%%lion --max-extensions many\nhi", ["invalid int value"]),
+        (
+            "%%lion --op ReAct --max-extensions -1\nhi",
+            ["`--max-extensions -1`", "0 or more", "`--max-extensions 2`"],
+        ),
         ("%%lion -o 1x\nhi", ["`--out 1x`", "not a valid Python variable name"]),
         ("%%lion -o class\nhi", ["`--out class`"]),
         (
@@ -120,6 +124,8 @@ def test_cli_model_with_an_api_operation(nb):
         ("%lion ask --nope hi", ["unknown option `--nope`"]),
         ("%lion model gibberish", ["`--model gibberish`"]),
         ("%lion history -n lots", ["`%lion history -n lots`", "%lion help history"]),
+        ("%lion history -n -3", ["`%lion history -n -3`", "0 for all", "`%lion history -n 10`"]),
+        ("%lion signals -n -1", ["`%lion signals -n -1`", "0 for all", "`%lion signals -n 10`"]),
         ("%lion help nothing", ["no such subcommand"]),
     ],
 )

@@ -92,34 +92,3 @@ def test_load_ext_imports_no_provider_widget_markdown_or_core_code():
     ]
     assert heavy == [], heavy
     assert "lion_nb.notebook.magics" in new
-
-
-_NESTED_PROBE = textwrap.dedent(
-    """
-    import asyncio, json
-    from IPython.testing.globalipapp import start_ipython
-    from IPython.core.interactiveshell import InteractiveShell
-    from IPython.utils.capture import capture_output
-    start_ipython()
-    ip = InteractiveShell.instance()
-    ip.run_line_magic("load_ext", "lion_nb")
-
-    async def host_without_top_level_await():
-        # a host that calls the magic synchronously while its own loop runs
-        with capture_output():
-            ip.run_cell_magic("lion", "-q -o nested", "hello from a running loop")
-        return ip.user_ns["nested"]
-
-    print(json.dumps(asyncio.run(host_without_top_level_await())))
-    """
-)
-
-
-def test_a_host_without_top_level_await_falls_back_to_nest_asyncio():
-    # a subprocess: nest_asyncio patches asyncio for the whole process
-    out = subprocess.run(
-        [sys.executable, "-c", _NESTED_PROBE], capture_output=True, text=True, timeout=120
-    )
-    assert out.returncode == 0, out.stderr
-    answer = json.loads(out.stdout.strip().splitlines()[-1])
-    assert "hello from a running loop" in answer

