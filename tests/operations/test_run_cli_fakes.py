@@ -23,8 +23,6 @@ ADR-0021 D3 / D4 (run) and the CLI acceptance points -> tests:
 
 from __future__ import annotations
 
-import json
-import os
 import time
 from contextlib import aclosing
 from pathlib import Path
@@ -43,50 +41,14 @@ from lion_nb.protocols.messages import (
 )
 from lion_nb.protocols.signals import RunEnd, RunFailed, RunStart
 from lion_nb.session.branch import Branch
+from tests.fakes.cli import FakeCLI, alive, fake_cli_on_path
 
-TESTS = Path(__file__).resolve().parents[1]
-FAKE_BIN = TESTS / "fakes" / "bin"
 PROVIDERS = {"claude_code": "claude", "codex": "codex", "gemini_cli": "gemini"}
 
 
-class Fakes:
-    """Steers the fake CLIs through environment variables and reads back their records."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
-        self._mp = monkeypatch
-        self.record_file = tmp_path / "record.jsonl"
-        monkeypatch.setenv("FAKE_CLI_RECORD", str(self.record_file))
-
-    def set(self, **env: Any) -> None:
-        for key, value in env.items():
-            self._mp.setenv(f"FAKE_CLI_{key.upper()}", str(value))
-
-    def records(self) -> list[dict[str, Any]]:
-        if not self.record_file.exists():
-            return []
-        return [json.loads(x) for x in self.record_file.read_text().splitlines() if x]
-
-
 @pytest.fixture
-def fakes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Fakes:
-    for name in list(os.environ):
-        if name.startswith("FAKE_CLI_"):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("PATH", f"{FAKE_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
-    return Fakes(monkeypatch, tmp_path)
-
-
-def alive(pid: int) -> bool:
-    """Whether ``pid`` runs; a zombie (dead, waiting to be reaped) does not count."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    return stat[stat.rfind(")") + 2 :].split()[0] != "Z"
+def fakes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> FakeCLI:
+    return fake_cli_on_path(monkeypatch, tmp_path)
 
 
 def run_all(branch: Branch, instruction: str = "How many .py files are here?", **kw: Any) -> list:
