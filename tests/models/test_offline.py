@@ -567,3 +567,17 @@ def test_function_is_kept_by_copy_but_never_saved():
 def test_function_must_be_callable():
     with pytest.raises(ConfigurationError, match="must be callable"):
         iModel("offline/function", function="not a function")
+
+
+def test_auto_follow_up_answer_speaks_of_the_latest_tool_results():
+    import anyio
+
+    from lion_nb import Branch
+
+    def weather(city: str) -> str:
+        """Today's weather in a city."""
+        return f"Sunny in {city}"
+
+    branch = Branch()
+    answer = anyio.run(lambda: branch.ReAct({"instruction": "Weather in Lisbon?"}, tools=[weather]))
+    assert "the tools returned weather → Sunny in" in answer

@@ -218,10 +218,26 @@ def _auto_answer(request: ChatRequest) -> tuple[str, list[ToolCall]]:
     if schema is not None:
         return json.dumps(example_for(schema, hint="answer"), ensure_ascii=False), []
     said = f"you asked “{_shorten(question, 80)}”." if question.strip() else "nothing was asked."
+    if not results:  # a follow-up turn ("now answer"): speak of the latest tool results
+        results = _latest_results(messages[: max(last_user, 0)])
     if results:
         shown = "; ".join(f"{name} → {_shorten(_text_of(out), 60)}" for name, out in results)
         return f"Offline model: the tools returned {shown}. {said[0].upper()}{said[1:]}", []
     return f"Offline model: {said} {_HINT}", []
+
+
+def _latest_results(messages: list[dict[str, Any]], limit: int = 3) -> list[tuple[str, Any]]:
+    """The last ``limit`` tool results of the conversation, oldest first, with tool names."""
+    names: dict[str, str] = {}
+    results: list[tuple[str, Any]] = []
+    for msg in messages:
+        for call in msg.get("tool_calls") or ():
+            fn = call.get("function") or {}
+            names[call.get("id", "")] = fn.get("name", call.get("name", ""))
+        if msg.get("role") == "tool":
+            name = names.get(msg.get("tool_call_id", ""), msg.get("name") or "tool")
+            results.append((name, msg.get("content")))
+    return results[-limit:]
 
 
 def _offered(request: ChatRequest) -> list[dict[str, Any]]:
