@@ -19,7 +19,7 @@ from lion_nb.models.stream import StreamChunk
 from lion_nb.session.branch import Branch
 
 CODEX_KEY = "codex-live-key-9f8e7d6c5b4a"
-OAUTH = "sk-ant-oat01-oauth-0123456789abcdef"
+OAUTH = "fake-oauth-token-0123456789abcdef"
 
 
 # -- credentials a CLI prints on stderr ------------------------------------------------------------
