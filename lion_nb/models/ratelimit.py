@@ -31,6 +31,7 @@ from contextlib import asynccontextmanager
 import anyio
 
 from ..errors import ConfigurationError
+from ._loops import current_loop_token
 
 __all__ = ["RateLimiter"]
 
@@ -43,18 +44,6 @@ def _check(name: str, value: float | None) -> float | None:
             f"`{name}={value!r}`: give a number above 0, or None for no limit."
         )
     return value
-
-
-def _loop_token() -> object:
-    import sniffio
-
-    if sniffio.current_async_library() == "trio":
-        import trio
-
-        return trio.lowlevel.current_trio_token()
-    import asyncio
-
-    return asyncio.get_running_loop()
 
 
 class RateLimiter:
@@ -98,7 +87,7 @@ class RateLimiter:
         return int(self._capacity.borrowed_tokens) if self._capacity is not None else 0
 
     def _primitives(self) -> tuple[anyio.Lock, anyio.CapacityLimiter | None]:
-        loop = _loop_token()
+        loop = current_loop_token()
         if self._lock is None or self._loop is not loop:
             self._loop = loop
             self._lock = anyio.Lock()

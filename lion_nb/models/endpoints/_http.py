@@ -51,6 +51,7 @@ from ...errors import (
     ProviderTimeoutError,
     StreamInterruptedError,
 )
+from .._loops import current_loop_token
 from ..secrets import Secret, redact
 from ._http_errors import (
     error_fields,
@@ -166,19 +167,6 @@ def _positive(name: str, value: Any, default: float) -> float:
     return float(value)
 
 
-def _loop_token() -> object:
-    """The running event loop (a pooled connection belongs to one loop)."""
-    import sniffio
-
-    if sniffio.current_async_library() == "trio":
-        import trio
-
-        return trio.lowlevel.current_trio_token()
-    import asyncio
-
-    return asyncio.get_running_loop()
-
-
 class HTTPClient:
     """One endpoint's connection pool, deadlines and retry policy.
 
@@ -222,7 +210,7 @@ class HTTPClient:
 
     @property
     def client(self) -> httpx.AsyncClient:
-        loop = _loop_token()
+        loop = current_loop_token()
         if self._client is None or self._client.is_closed or self._loop is not loop:
             self._client = httpx.AsyncClient(
                 timeout=httpx.Timeout(self.timeout, connect=self.connect_timeout),
@@ -233,7 +221,7 @@ class HTTPClient:
 
     async def aclose(self) -> None:
         client, self._client = self._client, None
-        if client is not None and not client.is_closed and self._loop is _loop_token():
+        if client is not None and not client.is_closed and self._loop is current_loop_token():
             await client.aclose()
 
     # -- sending -------------------------------------------------------------------------------
