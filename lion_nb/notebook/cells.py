@@ -55,8 +55,18 @@ class CellRef:
 def current_cell(shell: Any, hooked_cell_id: str | None = None) -> CellRef:
     """The running cell: the id seen by ``pre_run_cell`` or sent in the request's metadata."""
     cell_id = hooked_cell_id or _parent_cell_id(shell)
-    count = getattr(shell, "execution_count", None)
-    return CellRef(cell_id=cell_id, execution_count=count)
+    return CellRef(cell_id=cell_id, execution_count=_running_count(shell))
+
+
+def _running_count(shell: Any) -> int | None:
+    """The running cell's number, as its ``Out[n]`` shows it. IPython 9 increments
+    ``execution_count`` before a cell runs and IPython 8 after, so read the display hook's
+    ``prompt_count``, which is the cell's number in both."""
+    hook = getattr(shell, "displayhook", None)
+    count = getattr(hook, "prompt_count", None)
+    if isinstance(count, int):
+        return count
+    return getattr(shell, "execution_count", None)
 
 
 def _parent_cell_id(shell: Any) -> str | None:
