@@ -33,6 +33,7 @@ def test_tool_results_are_remembered_and_recalled_in_a_later_turn():
         await branch.communicate("Remind me: the capital of France?")
 
     anyio.run(main)
+    assert [m.kind for m in branch.messages][3:5] == ["action_request", "action_response"]
     records = anyio.run(branch.memory.list)
     assert [r.metadata["tool"] for r in records] == ["lookup_capital"]
     assert "returned Paris" in records[0].content

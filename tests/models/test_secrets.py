@@ -65,3 +65,36 @@ def test_pickling_a_secret_is_refused_and_names_imodel_copy():
         pickle.dumps(Secret("sk-never-on-disk-1234"))
     assert "`iModel.copy()`" in str(info.value)
     assert "sk-never-on-disk-1234" not in str(info.value)
+
+
+def test_auth_headers_are_masked_even_for_unknown_keys():
+    assert redact("Authorization: Bearer tok-unknown-123") == "Authorization: ****"
+    masked = redact('{"x-api-key": "zzz-unknown-9", "model": "m"}')
+    assert "zzz-unknown-9" not in masked and '"model": "m"' in masked
+    assert "api_key=" in redact("api_key=abc-unknown-77") and "abc-unknown-77" not in redact(
+        "api_key=abc-unknown-77"
+    )
+
+
+def test_redacting_filter_scrubs_log_records():
+    import logging
+
+    from lion_nb.models.secrets import RedactingFilter
+
+    Secret("filter-secret-value-42")
+    records: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            records.append(record)
+
+    handler = Keep()
+    handler.addFilter(RedactingFilter())
+    log = logging.getLogger("lion_nb.test.redacting")
+    log.addHandler(handler)
+    log.propagate = False
+    try:
+        log.warning("calling with %s", "filter-secret-value-42")
+    finally:
+        log.removeHandler(handler)
+    assert records[0].getMessage() == "calling with ****"

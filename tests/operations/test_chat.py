@@ -211,3 +211,10 @@ def test_an_execution_error_never_shows_a_secret():
         anyio.run(b.chat, "x")
     assert "sk-live-should-never-show-0000" not in str(info.value)
     assert "****" in str(info.value)
+
+
+def test_negative_parse_retries_become_zero():
+    from lion_nb.operations.communicate_op import clamp_parse_retries
+
+    assert clamp_parse_retries(-3) == 0
+    assert clamp_parse_retries(2) == 2

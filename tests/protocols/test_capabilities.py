@@ -393,7 +393,8 @@ def test_several_blocks_yield_signals_in_block_order():
 
 
 def test_real_branch_grant_and_revoke_edit_its_system_prompt():
-    branch_module = pytest.importorskip("lion_nb.session.branch")
+    import lion_nb.session.branch as branch_module
+
     branch = branch_module.Branch(system="You are terse.", name="real")
     branch.grant_capabilities(Plan)
     assert CAP_BEGIN in branch.system.system_message

@@ -512,7 +512,8 @@ def test_gather_never_calls_writeback_and_writeback_does_not_touch_the_report():
 
 
 def test_real_branch_slots_drive_prepare_context():
-    branch_module = pytest.importorskip("lion_nb.session.branch")
+    import lion_nb.session.branch as branch_module
+
     branch = branch_module.Branch(system="You are terse.")
     assert anyio.run(prepare_context, branch, Instruction(instruction="hi")) is None
     branch.providers.register(Static("note", name="n"))

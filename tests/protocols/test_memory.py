@@ -86,7 +86,8 @@ def test_search_with_no_terms_returns_nothing():
 
 
 def test_real_branch_memory_defaults_to_one_private_in_memory_store():
-    branch_module = pytest.importorskip("lion_nb.session.branch")
+    import lion_nb.session.branch as branch_module
+
     branch = branch_module.Branch()
     assert isinstance(branch.memory, InMemoryStore)
     assert branch.memory is branch.memory

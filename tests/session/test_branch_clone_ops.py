@@ -105,13 +105,17 @@ def test_clone_leaves_runtime_state_behind():
     class Cap(BaseModel):
         x: int
 
+    from lion_nb import Session
+
     b = Branch(system="s")
+    Session(memory=None).include_branches(b)  # observer, owner and the shared registry
     b.log_manager.log({"e": 1})
     b.memory  # noqa: B018
     b.providers.register(type("P", (), {"provide": lambda self, br, ins: None})(), name="p")
     b.grant_capabilities(Cap, prompt=False)
     b._operation_manager.register("summarize", summarize)
-    b._observer, b._hooks, b._owning_session_id = object(), object(), "s1"
+    b._hooks = object()  # a session's optional hook bus
+    assert b._observer is not None and b._owning_session_id is not None
     c = b.clone()
     assert len(c.logs) == 0 and c._memory is None and c._providers is None
     assert c._last_context_report is None and c._capability_grant is None

@@ -25,8 +25,11 @@ from lion_nb.session.prompts import LION_SYSTEM_MESSAGE
 
 def test_construction_creates_the_five_managers():
     b = Branch()
-    assert b.msgs is not None and b.acts is not None and b.mdls is not None
-    assert b.log_manager is not None and b._operation_manager is not None
+    from lion_nb import ActionManager, DataLogger, MessageManager, OperationManager, iModelManager
+
+    assert isinstance(b.msgs, MessageManager) and isinstance(b.acts, ActionManager)
+    assert isinstance(b.mdls, iModelManager) and isinstance(b.log_manager, DataLogger)
+    assert isinstance(b._operation_manager, OperationManager)
     assert len(b.messages) == 0 and b.tools == {}
 
 

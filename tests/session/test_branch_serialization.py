@@ -25,7 +25,6 @@ import pytest
 
 from lion_nb import Branch, iModel
 from lion_nb.errors import ConfigurationError
-from lion_nb.operations.manager import OperationManager
 
 
 def _conversation() -> Branch:
@@ -128,10 +127,12 @@ def test_from_dict_leaves_its_input_unchanged():
 
 
 def test_deserialized_branch_is_standalone():
+    from lion_nb import Session
+
     b = _conversation()
-    b._owning_session_id = "session-1"
-    b._observer = object()
-    b._operation_manager = OperationManager()
+    session = Session()
+    session.include_branches(b)  # the real attachment: owner, observer, shared registry
+    assert b._owning_session_id is not None and b._observer is not None
     again = Branch.from_dict(b.to_dict())
     assert again._owning_session_id is None and again._observer is None
     assert again._operation_manager is not b._operation_manager

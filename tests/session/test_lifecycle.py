@@ -126,7 +126,12 @@ def test_facade_calls_inside_an_observed_run_are_nested():
 def test_cancelled_run_reports_one_terminal():
     b = Branch(chat_model=iModel(provider="offline", model="auto", delay=0.2))
     seen: list = []
-    b.observe(Signal, seen.append)
+
+    async def slow_observer(signal):  # awaits inside the cancelled scope: needs the shield
+        await anyio.sleep(0)
+        seen.append(signal)
+
+    b.observe(Signal, slow_observer)
 
     async def main():
         with anyio.move_on_after(0.1):

@@ -8,13 +8,14 @@ JSON event per line) on stdout. Environment variables steer it:
 - ``FAKE_CLI_MODE``: ``replay`` (default); ``hang`` (print the first line, then sleep for
   ever); ``crash`` (print the first line, then kill itself with ``FAKE_CLI_SIGNAL``, default
   SIGKILL); ``child`` (spawn a child that sleeps for ever, then hang); ``stubborn`` (ignore
-  SIGTERM, then hang).
+  SIGTERM, then hang); ``stubborn_child`` (spawn a child that ignores SIGTERM, then hang: only
+  a SIGKILL sent to the whole process group ends the child).
 - ``FAKE_CLI_EXIT``: exit code after replaying (default 0).
 - ``FAKE_CLI_STDERR``: text written to stderr first; ``FAKE_CLI_STDERR_BYTES``: that many
   bytes of noise written to stderr first.
 - ``FAKE_CLI_DELAY``: seconds to sleep between lines.
 - ``FAKE_CLI_RECORD``: a file to which one JSON line is appended per run: ``argv`` (without
-  the executable), ``pid``, ``pgid``, ``cwd`` and ``child_pid`` (``child`` mode).
+  the executable), ``pid``, ``pgid``, ``cwd`` and ``child_pid`` (``child`` and ``stubborn_child`` modes).
 """
 
 from __future__ import annotations
@@ -65,6 +66,11 @@ def main(cli: str) -> None:
     if mode == "child":
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
         child_pid = child.pid
+    if mode == "stubborn_child":
+        code = (
+            "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(3600)"
+        )
+        child_pid = subprocess.Popen([sys.executable, "-c", code]).pid
     if mode == "stubborn":
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if record := env.get("FAKE_CLI_RECORD"):
@@ -91,7 +97,7 @@ def main(cli: str) -> None:
     for index, line in enumerate(lines):
         sys.stdout.write(line + "\n")
         sys.stdout.flush()
-        if index == 0 and mode in ("hang", "child", "stubborn"):
+        if index == 0 and mode in ("hang", "child", "stubborn", "stubborn_child"):
             _hang()
         if index == 0 and mode == "crash":
             os.kill(os.getpid(), getattr(signal, env.get("FAKE_CLI_SIGNAL", "SIGKILL")))

@@ -81,6 +81,21 @@ def test_consumer_that_stops_early_and_closes_leaves_no_process(fake_cli, alive)
     assert not alive(run["child_pid"])
 
 
+def test_a_child_that_ignores_sigterm_is_killed_with_its_group(fake_cli, alive):
+    fake_cli.set(mode="stubborn_child")
+    model = claude()
+
+    async def main():
+        stream = model.stream_cli(CLIRequest(prompt="x"))
+        await stream.__anext__()
+        await stream.aclose()
+
+    anyio.run(main)
+    (run,) = fake_cli.records()
+    assert run["child_pid"] and not alive(run["pid"])
+    assert not alive(run["child_pid"])  # only a SIGKILL to the whole group ends it
+
+
 def test_breaking_out_of_async_for_then_aclose(fake_cli, alive):
     fake_cli.set(mode="hang")
 

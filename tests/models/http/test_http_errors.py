@@ -189,3 +189,14 @@ def test_401_says_where_the_key_came_from(http_fake, invoke, monkeypatch):
     http_fake.push_error(401, wrapped("Invalid key"))
     call = invoke(model(http_fake))
     assert "`VLLM_API_KEY`" in str(call.error)
+
+
+def test_408_is_a_timeout_and_a_permission_type_without_403_is_permission_denied(http_fake, invoke):
+    from lion_nb.errors import ProviderTimeoutError
+
+    http_fake.push_error(408, wrapped("request timed out", "timeout"))
+    call = invoke(model(http_fake))
+    assert isinstance(call.error, ProviderTimeoutError) and call.error.status == 408
+    http_fake.push_error(400, wrapped("not allowed for this org", "permission_error"))
+    call = invoke(model(http_fake))
+    assert isinstance(call.error, PermissionDeniedError)
