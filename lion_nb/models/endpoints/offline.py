@@ -190,15 +190,7 @@ class OfflineEndpoint(APIEndpoint):
 def _auto_answer(request: ChatRequest) -> tuple[str, list[ToolCall]]:
     messages = request.messages
     last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
-    called: dict[str, str] = {}  # call id -> tool name
-    results: list[tuple[str, Any]] = []
-    for msg in messages[last_user + 1 :]:
-        for call in msg.get("tool_calls") or ():
-            fn = call.get("function") or {}
-            called[call.get("id", "")] = fn.get("name", call.get("name", ""))
-        if msg.get("role") == "tool":
-            name = called.get(msg.get("tool_call_id", ""), msg.get("name") or "tool")
-            results.append((name, msg.get("content")))
+    called, results = _tool_traffic(messages[last_user + 1 :])
 
     pending = [t for t in _offered(request) if t["name"] not in called.values()]
     if pending:
@@ -219,25 +211,28 @@ def _auto_answer(request: ChatRequest) -> tuple[str, list[ToolCall]]:
         return json.dumps(example_for(schema, hint="answer"), ensure_ascii=False), []
     said = f"you asked “{_shorten(question, 80)}”." if question.strip() else "nothing was asked."
     if not results:  # a follow-up turn ("now answer"): speak of the latest tool results
-        results = _latest_results(messages[: max(last_user, 0)])
+        results = _tool_traffic(messages[: max(last_user, 0)])[1][-3:]
     if results:
         shown = "; ".join(f"{name} → {_shorten(_text_of(out), 60)}" for name, out in results)
         return f"Offline model: the tools returned {shown}. {said[0].upper()}{said[1:]}", []
     return f"Offline model: {said} {_HINT}", []
 
 
-def _latest_results(messages: list[dict[str, Any]], limit: int = 3) -> list[tuple[str, Any]]:
-    """The last ``limit`` tool results of the conversation, oldest first, with tool names."""
-    names: dict[str, str] = {}
+def _tool_traffic(
+    messages: list[dict[str, Any]],
+) -> tuple[dict[str, str], list[tuple[str, Any]]]:
+    """The tool calls in ``messages`` (call id -> tool name) and the results, in order, each
+    with the name of the tool that produced it."""
+    called: dict[str, str] = {}
     results: list[tuple[str, Any]] = []
     for msg in messages:
         for call in msg.get("tool_calls") or ():
             fn = call.get("function") or {}
-            names[call.get("id", "")] = fn.get("name", call.get("name", ""))
+            called[call.get("id", "")] = fn.get("name", call.get("name", ""))
         if msg.get("role") == "tool":
-            name = names.get(msg.get("tool_call_id", ""), msg.get("name") or "tool")
+            name = called.get(msg.get("tool_call_id", ""), msg.get("name") or "tool")
             results.append((name, msg.get("content")))
-    return results[-limit:]
+    return called, results
 
 
 def _offered(request: ChatRequest) -> list[dict[str, Any]]:
