@@ -1,11 +1,28 @@
 """Keys are secrets: wrapped so that no repr, dump or error can show them.
 
 `Secret` holds a value and prints as ``Secret('****')``. Every value ever wrapped is also
-remembered (in this process only) so `redact` can scrub it from any text that is about to be
-shown, logged or raised -- a provider echoing a key back in an error body included.
+remembered (in this process only). Every key an `iModel` holds -- ``api_key=``, a key read
+from its variable, a secret header -- is a `Secret`, so this one registry covers the keys of
+every model in the process (a notebook's branches and its ``--model`` models included).
 
-`redact` also masks the values of the environment: the well-known key variables
-(`SECRET_ENV_VARS`, values of 4 characters or more) and any variable whose name contains
+Two functions mask those values, and the values of the environment's keys (below):
+
+- `scrub` masks exactly them and changes nothing else. It is for text meant for a model (a
+  prompt quoting a cell's source, a traceback, ``In`` / ``Out``), where code must arrive
+  intact; the notebook layer scrubs every prompt it builds, so a key typed into a cell
+  reaches neither the provider, nor the branch, nor a saved session. It leaves values
+  shorter than 8 characters (`MIN_SCRUB`) alone: those are the placeholders local servers
+  take for a key (``api_key="ollama"``, ``"EMPTY"``), and masking them would garble every
+  prompt that uses the word; no provider issues keys that short.
+- `redact` is `scrub` plus a mask for auth headers and ``api_key=VALUE`` pairs whose value
+  is not known, for text that is shown, logged or raised -- a provider echoing a key back in
+  an error body included. A value starts with a letter or a digit, so a hint such as
+  ``pass `api_key=` (... api_key=...)`` is left whole.
+
+A masked value always reads `MASK` (``****``), which tells neither its length nor its prefix.
+
+The environment's keys are the values of the well-known key variables
+(`SECRET_ENV_VARS`, values of 4 characters or more) and of any variable whose name contains
 KEY, TOKEN, SECRET, PASSWORD or CREDENTIAL (values of 8 characters or more, so that short
 harmless values such as ``1`` or ``true`` are left alone). That is what keeps a CLI agent
 that prints its own credentials on stderr (``CODEX_API_KEY``, ``CLAUDE_CODE_OAUTH_TOKEN``,
@@ -23,7 +40,7 @@ import os
 import re
 from typing import Any
 
-__all__ = ["SECRET_ENV_VARS", "RedactingFilter", "Secret", "redact"]
+__all__ = ["MASK", "SECRET_ENV_VARS", "RedactingFilter", "Secret", "redact", "scrub"]
 
 SECRET_ENV_VARS = (
     "OPENAI_API_KEY",
@@ -40,10 +57,13 @@ SECRET_ENV_VARS = (
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE)
 MIN_KNOWN = 4  # a wrapped key or a well-known variable's value
 MIN_NAMED = 8  # a value found only by the name of its variable
+MIN_SCRUB = 8  # `scrub`: a shorter value is a placeholder (``ollama``, ``EMPTY``), not a key
+MASK = "****"  # what every masked value becomes
 
 _KNOWN: set[str] = set()
-_BEARER = re.compile(r"(?i)(authorization\s*[:=]\s*)(bearer\s+)?[^\s,'\"}]+")
-_KEY_HEADER = re.compile(r"(?i)((?:x-api-key|api[-_]key)['\"]?\s*[:=]\s*['\"]?)[^\s,'\"}]+")
+_VALUE = r"[A-Za-z0-9][^\s,'\"}`)]*"  # a credential: not ``...``, a backtick or a bracket
+_BEARER = re.compile(r"(?i)(authorization\s*[:=]\s*)(bearer\s+)?" + _VALUE)
+_KEY_HEADER = re.compile(r"(?i)((?:x-api-key|api[-_]key)['\"]?\s*[:=]\s*['\"]?)" + _VALUE)
 _cache: tuple[Any, int, tuple[str, ...]] = (None, -1, ())
 
 
@@ -120,15 +140,27 @@ def _secret_values() -> tuple[str, ...]:
     return values
 
 
+def _mask(text: str, shortest: int) -> str:
+    for value in _secret_values():  # longest first
+        if len(value) < shortest:
+            break
+        if value in text:
+            text = text.replace(value, MASK)
+    return text
+
+
+def scrub(text: str) -> str:
+    """``text`` with the value of every known key and secret environment variable masked,
+    and nothing else changed (for prompts: code and tracebacks stay readable)."""
+    return _mask(text, MIN_SCRUB) if text else text
+
+
 def redact(text: str) -> str:
     """``text`` with every known key, secret environment value and auth header masked."""
     if not text:
         return text
-    for value in _secret_values():
-        if value in text:
-            text = text.replace(value, "****")
-    text = _BEARER.sub(lambda m: m.group(1) + "****", text)
-    return _KEY_HEADER.sub(lambda m: m.group(1) + "****", text)
+    text = _BEARER.sub(lambda m: m.group(1) + MASK, _mask(text, 0))
+    return _KEY_HEADER.sub(lambda m: m.group(1) + MASK, text)
 
 
 class RedactingFilter(logging.Filter):

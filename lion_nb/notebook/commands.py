@@ -259,8 +259,11 @@ def _new(magics: Any, args: Any) -> Any:
         raise UsageError(
             f"`%lion new {args.name}`: that branch exists; `%lion switch {args.name}` uses it."
         )
+    from ..models.secrets import scrub
+
     model = model_for(magics, args.model, None) if args.model else default_model(magics)
-    branch = state.session.new_branch(name=args.name, system=args.system, chat_model=model)
+    system = scrub(args.system) if args.system else args.system  # cell source, like a prompt
+    branch = state.session.new_branch(name=args.name, system=system, chat_model=model)
     state.set_active(branch)
     print(f"Created branch `{args.name}` ({_model_label(branch.chat_model)}); it is now active.")
 

@@ -2,7 +2,13 @@
 
 ``save`` / ``load`` write one JSON file (``LionMagics.save_path`` by default): the Session's
 ``to_dict(mode="json")`` plus the active branch. Tools, named operations and observers are
-live objects and are not saved; register them again after ``load``. Keys are never saved.
+live objects and are not saved; register them again after ``load``. Keys are never saved:
+models are saved without them, and every text in the file is scrubbed of the values of known
+secrets (`lion_nb.models.secrets.scrub`), so a key that reached a branch some other way than
+a prompt -- a tool's result, a message added in Python -- is not written either.
+
+``explain`` builds its prompt from the failing cell's source and traceback; like every
+turn's text, it is scrubbed of secrets by `LionMagics.turn` before it is sent or recorded.
 """
 
 from __future__ import annotations
@@ -221,12 +227,25 @@ def _save(magics: Any, args: Any) -> None:
     data = {
         "format": FILE_FORMAT,
         "active": state.active,
-        "session": state.session.to_dict(mode="json"),
+        "session": _scrub_data(state.session.to_dict(mode="json")),
     }
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
     os.replace(tmp, path)
     print(f"Saved {len(state.session.branches)} branch(es) to `{path}`.")
+
+
+def _scrub_data(value: Any) -> Any:
+    """``value`` (JSON data) with every string in it scrubbed of secrets, keys included."""
+    from ..models.secrets import scrub
+
+    if isinstance(value, str):
+        return scrub(value)
+    if isinstance(value, dict):
+        return {_scrub_data(k): _scrub_data(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_scrub_data(v) for v in value]
+    return value
 
 
 @command("load", "Replace the session with one saved by `%lion save`.", arg("path", nargs="?"))

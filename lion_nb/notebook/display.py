@@ -20,7 +20,6 @@ executed notebooks compare equal to their saved outputs.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +32,8 @@ __all__ = [
     "TurnView",
     "make_view",
     "set_view_factory",
+    "show_answer",
+    "widget_frontend",
 ]
 
 logger = logging.getLogger("lion_nb.notebook")
@@ -49,6 +50,11 @@ class TurnInfo:
     background: bool = False
     max_rate: float = 20.0
     note: str = ""
+    #: stops the turn (a Stop button calls it); ``True`` if it was still running. Set by the
+    #: runner once the turn's task exists; ``None`` until then.
+    stop: Callable[[], bool] | None = None
+    #: "auto" (a widget where a widget front end is present, else text), "widget" or "text"
+    live: str = "auto"
 
 
 class TurnView:
@@ -80,11 +86,12 @@ class HandleView(TurnView):
 
     def __init__(self, info: TurnInfo):
         super().__init__(info)
+        from ..widgets._throttle import Throttle
+
         self._handle: Any = None
         self._text: list[str] = []
         self._steps: list[str] = []
-        self._last = 0.0
-        self._timer: Any = None
+        self._throttle = Throttle(self._flush, info.max_rate)
         self.updates = 0
 
     # -- the seam ------------------------------------------------------------------------
@@ -96,7 +103,7 @@ class HandleView(TurnView):
 
     def text(self, fragment: str) -> None:
         self._text.append(fragment)
-        self._schedule()
+        self._throttle.poke()
 
     def message(self, message: Any) -> None:
         kind = getattr(message, "kind", "")
@@ -109,58 +116,23 @@ class HandleView(TurnView):
             self._text.append(message.response)  # a model that does not stream text
         else:
             return
-        self._schedule()
+        self._throttle.poke()
 
     def finish(self, result: Any) -> None:
-        self._cancel_timer()
-        from html import escape
-
-        from .render import mime_bundle
-
-        bundle = mime_bundle(result, self.info.fmt)
-        note = self.info.note
-        if note:  # e.g. where a re-run kept the earlier turn
-            bundle["text/plain"] = f"[{note}]\n{bundle.get('text/plain', '')}"
-            if "text/html" in bundle:
-                bundle["text/html"] = f"<small>{escape(note)}</small>{bundle['text/html']}"
+        self._throttle.cancel()
         self._update(_EMPTY)
-        try:
-            from IPython.display import display
-
-            display(bundle, raw=True)
-        except Exception:
-            logger.warning("could not display the answer", exc_info=True)
+        show_answer(result, self.info)
 
     def fail(self, error: BaseException, *, interrupted: bool = False) -> None:
-        self._cancel_timer()
+        self._throttle.cancel()
         what = "interrupted" if interrupted else f"failed: {type(error).__name__}"
         self._update(self._bundle(streaming=False, status=what))
 
-    # -- batching ------------------------------------------------------------------------
-    def _schedule(self) -> None:
-        interval = 1.0 / max(self.info.max_rate, 0.1)
-        wait = self._last + interval - time.monotonic()
-        if wait <= 0:
-            self._flush()
-        elif self._timer is None:
-            try:
-                import asyncio
-
-                self._timer = asyncio.get_running_loop().call_later(wait, self._flush)
-            except RuntimeError:  # no loop: the next fragment or the end will flush
-                pass
-
+    # -- output ----------------------------------------------------------------------------
     def _flush(self) -> None:
-        self._timer = None
         self._update(self._bundle(streaming=True))
 
-    def _cancel_timer(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-
     def _update(self, bundle: dict[str, Any]) -> None:
-        self._last = time.monotonic()
         if self._handle is None:
             return
         try:
@@ -191,6 +163,36 @@ class HandleView(TurnView):
         return {"text/html": html, "text/plain": plain}
 
 
+def show_answer(result: Any, info: TurnInfo) -> None:
+    """Display a finished turn's answer once, as its own output (with the re-run note)."""
+    from html import escape
+
+    from .render import mime_bundle
+
+    bundle = mime_bundle(result, info.fmt)
+    if info.note:  # e.g. where a re-run kept the earlier turn
+        bundle["text/plain"] = f"[{info.note}]\n{bundle.get('text/plain', '')}"
+        if "text/html" in bundle:
+            bundle["text/html"] = f"<small>{escape(info.note)}</small>{bundle['text/html']}"
+    try:
+        from IPython.display import display
+
+        display(bundle, raw=True)
+    except Exception:
+        logger.warning("could not display the answer", exc_info=True)
+
+
+def widget_frontend() -> bool:
+    """Whether this process is a kernel whose front end can show widgets (a terminal or an
+    in-process shell cannot)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython is a dependency
+        return False
+    shell = get_ipython()
+    return shell is not None and getattr(shell, "kernel", None) is not None
+
+
 _factory: Callable[[TurnInfo], TurnView] | None = None
 
 
@@ -204,9 +206,14 @@ def make_view(info: TurnInfo, *, quiet: bool = False) -> TurnView:
     """The view for one turn; a failing factory falls back to `HandleView` with a warning."""
     if quiet:
         return NullView(info)
-    if _factory is not None:
+    factory = _factory
+    if factory is None and (info.live == "widget" or (info.live == "auto" and widget_frontend())):
+        from .live_view import WidgetView
+
+        factory = WidgetView
+    if factory is not None:
         try:
-            return SafeView(_factory(info))
+            return SafeView(factory(info))
         except Exception:
             logger.warning("the view factory failed; using the default view", exc_info=True)
     return SafeView(HandleView(info))

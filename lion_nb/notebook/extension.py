@@ -3,8 +3,9 @@
 Loading registers `LionMagics` (also as a configurable, so ``%config LionMagics`` works),
 the input transformer that makes ``%%lion`` cells awaited, and two event hooks: one that
 notes the running cell's id, one that records failing cells for ``{Err}`` and
-``%lion explain``. It creates no Session and imports no provider, widget or Markdown code:
-that happens on the first turn. Unloading removes each of these again; the Session and its
+``%lion explain``; and display formatters that show a `Branch` or `Session` as its widget.
+It creates no Session and imports no provider, widget or Markdown code: that happens on the
+first turn (or the first display). Unloading removes each of these again; the Session and its
 conversations stay (``lion_nb.current_session()`` still returns them).
 """
 
@@ -43,6 +44,11 @@ def load_ipython_extension(ipython: Any) -> None:
 
     ipython.events.register("pre_run_cell", pre_run_cell)
     ipython.events.register("post_run_cell", post_run_cell)
+    from .formatters import FORMATTED_TYPES
+
+    bundles = ipython.display_formatter.mimebundle_formatter
+    for module, name, printer in FORMATTED_TYPES:
+        bundles.for_type_by_name(module, name, printer)
     _installed[id(ipython)] = {
         "magics": magics,
         "transformer": await_transformer,
@@ -65,6 +71,15 @@ def unload_ipython_extension(ipython: Any) -> None:
         ipython.configurables.remove(magics)
     if installed["transformer"] in ipython.input_transformers_post:
         ipython.input_transformers_post.remove(installed["transformer"])
+    from .formatters import FORMATTED_TYPES
+
+    bundles = ipython.display_formatter.mimebundle_formatter
+    for module, name, printer in FORMATTED_TYPES:
+        if bundles.deferred_printers.get((module, name)) is printer:
+            del bundles.deferred_printers[(module, name)]
+        for cls, found in list(bundles.type_printers.items()):
+            if found is printer:
+                del bundles.type_printers[cls]
     for event, callback in installed["events"]:
         try:
             ipython.events.unregister(event, callback)

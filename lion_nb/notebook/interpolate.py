@@ -17,6 +17,12 @@ The rule, in the order it is applied to each brace:
 The text is scanned once, left to right. An inserted value is copied into the result and
 never looked at again, so a variable holding ``"{secret}"`` inserts those eight characters,
 not the value of ``secret`` (the double interpolation that leaks values in other tools).
+
+Every inserted value is scrubbed of secrets (`lion_nb.models.secrets.scrub`: the keys of the
+process's models and the environment's key variables, each replaced by ``****``). This is the
+one place where the notebook's values -- ``{Err}``, ``{In[n]}``, ``{Out[n]}``, ``{var}`` --
+enter a prompt, so a key that a cell, a traceback or a variable holds never reaches the model,
+the branch or a saved session.
 """
 
 from __future__ import annotations
@@ -27,6 +33,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from IPython.core.error import UsageError
+
+from ..models.secrets import scrub
 
 __all__ = ["format_value", "interpolate"]
 
@@ -55,7 +63,7 @@ def interpolate(
                 i += 1
                 continue
             value = _resolve(text[i + 1 : end], namespace, specials)
-            out.append(text[i : end + 1] if value is _NOT_AN_EXPRESSION else value)
+            out.append(text[i : end + 1] if value is _NOT_AN_EXPRESSION else scrub(value))
             i = end + 1
         elif ch == "}":
             out.append("}")

@@ -4,6 +4,10 @@ A ``post_run_cell`` hook records each failing cell: its execution count, its sou
 traceback as plain text (IPython's own frames dropped, so the user's code comes first). Errors
 raised by lion cells themselves are not recorded: explaining a mistyped option to a model
 helps no one. ``{Err}`` / ``{error}`` in a prompt is the last one, ``{Err[7]}`` that of cell 7.
+
+Errors are kept as raised, keys included: they are scrubbed of secrets where they enter a
+prompt (`interpolate`, and ``LionMagics.turn`` for ``%lion explain``), against the keys known
+then, which may be more than those known when the cell failed.
 """
 
 from __future__ import annotations

@@ -8,10 +8,15 @@ of new branches comes from ``LionMagics.default_model``, else from ``LION_CHAT_P
 
 This module is imported by ``%load_ext``: it imports nothing from the core, no provider,
 no widget and no Markdown code; every turn loads what it needs when it runs.
+
+Every turn's text and system prompt are scrubbed of known secrets before anything else sees
+them (`_scrubbed`): what a cell says is cell source, and a key typed into it must not reach
+the provider, the branch or ``%lion save``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import warnings
@@ -75,6 +80,12 @@ class LionMagics(Magics):
         20.0, help="Most display updates a streaming turn makes a second."
     ).tag(config=True)
     signal_log_size = Int(1000, help="How many signals `%lion signals` keeps.").tag(config=True)
+    live_view = Enum(
+        ("auto", "widget", "text"),
+        "auto",
+        help="How a running turn is shown: a live widget where a widget front end is "
+        "present ('auto'), always a widget, or text.",
+    ).tag(config=True)
     await_cells = Bool(
         True, help="Run %%lion cells as top-level awaits on the kernel's loop (recommended)."
     ).tag(config=True)
@@ -149,6 +160,7 @@ class LionMagics(Magics):
 
         if opts.bg:
             return self.start_background(opts, body, cell_value=cell_value)
+        opts, body = _scrubbed(opts, body)
         plan, view = prepare(self, opts, body)
         return await run_foreground(self, plan, view, cell_value=cell_value)
 
@@ -156,6 +168,7 @@ class LionMagics(Magics):
         """Start a ``--bg`` turn on the running (or IPython's idle) loop; return its handle."""
         from .turn import prepare, start_background_turn
 
+        opts, body = _scrubbed(opts, body)
         plan, view = prepare(self, opts, body)
         return start_background_turn(self, plan, view, cell_value=cell_value)
 
@@ -201,6 +214,18 @@ class LionMagics(Magics):
         from .commands import dispatch_async
 
         return await dispatch_async(self, line, assigned=assigned)
+
+
+def _scrubbed(opts: TurnOptions, body: str) -> tuple[TurnOptions, str]:
+    """The turn's text and system prompt with every known secret masked. Every turn starts
+    here (``%%lion``, ``%lion ask``, ``%lion explain``'s prompt of a cell and its traceback),
+    so a key typed into a cell reaches neither the model nor the branch; the values that
+    interpolation inserts later are scrubbed where they are inserted."""
+    from ..models.secrets import scrub
+
+    if opts.system:
+        opts = dataclasses.replace(opts, system=scrub(opts.system))
+    return opts, scrub(body)
 
 
 def _ask_parser() -> Any:

@@ -15,24 +15,13 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
-from ._sanitize import sanitize_html
+from ..rendering import markdown_html, sanitize_html
 from .interpolate import format_value
 from .options import FORMATS
 
 __all__ = ["FORMATS", "Table", "extract_code", "markdown_html", "mime_bundle", "to_json"]
 
-_md = None
 _FENCE = re.compile(r"^(```|~~~)[ \t]*([\w+#.-]*)[^\n]*\n(.*?)^\1[ \t]*$", re.S | re.M)
-
-
-def markdown_html(text: str) -> str:
-    """``text`` as Markdown rendered to safe HTML (raw HTML in the text is shown as text)."""
-    global _md
-    if _md is None:
-        from markdown_it import MarkdownIt
-
-        _md = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
-    return sanitize_html(_md.render(text))
 
 
 def extract_code(text: str) -> str:

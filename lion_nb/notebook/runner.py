@@ -22,6 +22,13 @@ thread, in the cell's context (so output goes to the cell), while the cell waits
 way an interrupt (``KeyboardInterrupt``) cancels the run's task and lets it finish -- one
 terminal signal, the partial messages recorded -- before the cell reports `RunInterrupted`.
 Background runs never take this path: they start on the kernel's loop directly.
+
+A foreground turn keeps its loop awake (`loop_kept_awake`: a timer every 0.1 s, started with
+the turn and cancelled when it ends, however it ends). Without it, an interrupt of a turn
+whose model is silent waits for the loop's next event -- seconds, or the whole answer: the
+signal is only acted on when the main thread runs Python again, and an idle loop sleeps in
+its selector. The timer is only started on the main thread, the only one signals reach; on
+the worker-thread fallback the waiting cell takes the interrupt itself.
 """
 
 from __future__ import annotations
@@ -44,7 +51,9 @@ __all__ = [
     "cell_magic_async",
     "line_magic_async",
     "line_magic_sync",
+    "loop_kept_awake",
     "run_sync",
+    "running_wakers",
 ]
 
 #: ``%lion`` subcommands that call a model, and so are awaited when alone on a line
@@ -52,6 +61,7 @@ ASYNC_SUBCOMMANDS = frozenset({"ask", "explain"})
 _MODULE = __name__
 _INTERRUPTED = "the run was interrupted; the messages received so far are kept on the branch."
 _DRAIN_SECONDS = 5.0
+_WAKE_SECONDS = 0.1  # how soon an interrupt of a silent turn is acted on
 
 
 class RunInterrupted(Exception):
@@ -59,6 +69,48 @@ class RunInterrupted(Exception):
 
     def _render_traceback_(self) -> list[str]:
         return [f"RunInterrupted: {self}"]
+
+
+# -- keeping the loop awake while a turn runs ---------------------------------------------------
+class _Waker:
+    """A timer that re-arms itself every ``interval`` seconds until cancelled."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, interval: float):
+        self._loop = loop
+        self._interval = interval
+        self._timer: asyncio.TimerHandle | None = loop.call_later(interval, self._tick)
+
+    def _tick(self) -> None:
+        self._timer = self._loop.call_later(self._interval, self._tick)
+
+    def cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+
+_wakers: set[_Waker] = set()
+
+
+@contextlib.contextmanager
+def loop_kept_awake(interval: float = _WAKE_SECONDS) -> Any:
+    """Wake the running loop every ``interval`` seconds inside the block (main thread only),
+    so that a signal such as the kernel's interrupt is acted on within about that time."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    waker = _Waker(asyncio.get_running_loop(), interval)
+    _wakers.add(waker)
+    try:
+        yield
+    finally:
+        waker.cancel()
+        _wakers.discard(waker)
+
+
+def running_wakers() -> int:
+    """How many `loop_kept_awake` timers are running (0 between turns)."""
+    return len(_wakers)
 
 
 # -- the input transformer --------------------------------------------------------------------

@@ -4,8 +4,10 @@ There is one `NotebookState` per kernel (per process). Its Session is created on
 -- not when the extension loads -- with a default branch named ``main``. The state also
 holds what only the notebook layer needs: the active branch's name, the last errors (for
 ``{Err}`` and ``%lion explain``), a bounded log of every signal the Session emitted (for
-``%lion signals``), the background runs, and the models built from ``--model`` strings (kept
-per branch, so a CLI agent resumes its own session on the next turn).
+``%lion signals``), the background runs, the models built from ``--model`` strings (kept
+per branch, so a CLI agent resumes its own session on the next turn), and the Stop of the
+foreground turn running now (`NotebookState.stop_current`), so that a widget anywhere -- not
+only the turn's own view -- can stop it.
 
 Unloading the extension leaves this state alone: the conversations are the user's data.
 """
@@ -13,6 +15,7 @@ Unloading the extension leaves this state alone: the conversations are the user'
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from .lasterror import ErrorLog
@@ -74,6 +77,7 @@ class NotebookState:
         self.runs: dict[int, Any] = {}
         self.models: dict[tuple[str, str], Any] = {}
         self.hooked_cell_id: str | None = None
+        self.foreground_stop: Callable[[], bool] | None = None
         self._subscription: Any = None
 
     # -- the session -----------------------------------------------------------------------
@@ -136,6 +140,23 @@ class NotebookState:
             if handle.branch is branch and not handle.done():
                 return handle
         return None
+
+    # -- the running foreground turn -----------------------------------------------------------
+    def stop_current(self) -> bool:
+        """Stop the foreground turn running now (from any thread); ``False`` if none runs."""
+        stop = self.foreground_stop
+        return stop() if stop is not None else False
+
+    def swap_foreground_stop(
+        self, stop: Callable[[], bool] | None, *, only_if: Any = None
+    ) -> Callable[[], bool] | None:
+        """Make ``stop`` the current foreground turn's Stop and return the one it replaces;
+        with ``only_if``, only while that one is still current (a turn restoring the one
+        before it)."""
+        previous = self.foreground_stop
+        if only_if is None or previous is only_if:
+            self.foreground_stop = stop
+        return previous
 
     def specials(self) -> dict[str, Any]:
         """Names a prompt can use besides the namespace: the notebook's errors."""

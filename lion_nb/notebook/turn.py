@@ -15,13 +15,24 @@ Running streams text fragments and recorded messages to the turn's view, tags ev
 the turn recorded with its cell, and leaves the conversation as the operation left it: a
 failed or interrupted turn keeps what was received (ADR-0021), and the view says what
 happened.
+
+Every turn has a `TurnStop` (the view's ``info.stop``, a Stop button's target), made before
+its view exists. A foreground turn's Stop cancels the task running the cell -- exactly what
+the kernel's interrupt does, so both end the same way (`RunInterrupted`, partial messages
+kept, one terminal signal) -- and a background run's Stop is its handle's ``cancel()``. A
+Stop may come from any thread (a comm handler, a worker loop's host) and is always carried
+out on the turn's own loop; once the turn has ended it does nothing, so a late click can
+never cancel whatever the cell runs next. While a foreground turn runs, its loop is kept
+awake (`runner.loop_kept_awake`) so that an interrupt of a silent model acts at once.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,7 +48,63 @@ from .options import (
     resolve_tools,
 )
 
-__all__ = ["TurnPlan", "execute", "plan_turn"]
+__all__ = ["TurnPlan", "TurnStop", "execute", "plan_turn"]
+
+
+class TurnStop:
+    """Stops one turn from any thread; ``True`` if the turn was still running.
+
+    Bound to the turn's loop and a cancel function once the turn's task exists (a request
+    that came earlier is carried out then); the cancel always runs on that loop, at most
+    once. After `release` (the turn ended) a call returns ``False`` and does nothing.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._cancel: Callable[[], Any] | None = None
+        self._requested = False
+        self._ended = False
+
+    def __call__(self) -> bool:
+        with self._lock:
+            if self._ended:
+                return False
+            if self._requested:
+                return True  # already stopping
+            self._requested = True
+            loop = self._loop
+        if loop is None:
+            return True  # carried out by `bind`
+        return self._schedule(loop)
+
+    def bind(self, loop: asyncio.AbstractEventLoop, cancel: Callable[[], Any]) -> None:
+        """The turn runs on ``loop``; ``cancel()`` (called there) stops it."""
+        with self._lock:
+            self._loop, self._cancel = loop, cancel
+            pending = self._requested and not self._ended
+        if pending:
+            self._schedule(loop)
+
+    def release(self) -> None:
+        """The turn ended: from now on a call does nothing."""
+        with self._lock:
+            self._ended = True
+
+    def _schedule(self, loop: asyncio.AbstractEventLoop) -> bool:
+        # always through the loop: safe from a comm handler, another thread, or the turn's own
+        # loop before the turn's task has taken its first step
+        try:
+            loop.call_soon_threadsafe(self._cancel_now)
+        except RuntimeError:  # the loop is closed: the turn is over
+            return False
+        return True
+
+    def _cancel_now(self) -> None:
+        with self._lock:
+            cancel = None if self._ended else self._cancel
+        if cancel is not None:
+            cancel()
 
 
 @dataclass(slots=True)
@@ -56,6 +123,7 @@ class TurnPlan:
     rerun: str | None = None  # "fork" or "replace" when re-running a cell did so
     fresh_session: bool = False  # a CLI agent starts a new provider session (fork / replace)
     turn_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    stop: TurnStop = field(default_factory=TurnStop)
 
     @property
     def model_label(self) -> str:
@@ -332,7 +400,9 @@ def prepare(magics: Any, opts: TurnOptions, body: str) -> tuple[TurnPlan, Any]:
         fmt=opts.fmt,
         background=opts.bg,
         max_rate=magics.max_updates_per_second,
+        live=magics.live_view,
         note=note,
+        stop=plan.stop,  # before the view exists: a factory may wire its Stop button to it
     )
     view = make_view(info, quiet=opts.quiet)
     view.start()
@@ -353,14 +423,28 @@ def _rerun_note(plan: TurnPlan) -> str:
 
 
 async def run_foreground(magics: Any, plan: TurnPlan, view: Any, *, cell_value: bool) -> Any:
-    """Run the turn in this cell and deliver its result (variable, ``Out[n]``, next cell)."""
+    """Run the turn in this cell and deliver its result (variable, ``Out[n]``, next cell).
+
+    Its Stop cancels the task running the cell, as the kernel's interrupt does; it is the
+    notebook's current Stop while the turn runs."""
+    from .runner import loop_kept_awake
+
+    state = magics.state
+    task = asyncio.current_task()
+    if task is not None:
+        plan.stop.bind(asyncio.get_running_loop(), task.cancel)
+    previous = state.swap_foreground_stop(plan.stop)
     try:
-        result = await execute(plan, view, magics.state.session)
+        with loop_kept_awake():
+            result = await execute(plan, view, state.session)
     except Exception as exc:
         shown = presentable(exc)
         if shown is exc:
             raise
         raise shown from None
+    finally:
+        plan.stop.release()
+        state.swap_foreground_stop(previous, only_if=plan.stop)
     deliver(magics, plan, result, cell_value=cell_value)
     return result
 
@@ -384,9 +468,13 @@ def start_background_turn(magics: Any, plan: TurnPlan, view: Any, *, cell_value:
             if shown is exc:
                 raise
             raise shown from None
+        finally:
+            plan.stop.release()
 
     label = plan.text.strip().splitlines()[0][:40]
     handle = start_background(work, branch=plan.branch, label=label, view=view, on_done=done)
+    handle.task.add_done_callback(lambda _t: plan.stop.release())  # also if it never started
+    plan.stop.bind(handle.task.get_loop(), handle.cancel)
     state.runs[handle.id] = handle
     if cell_value:
         set_cell_value(shell, handle)

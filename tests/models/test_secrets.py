@@ -98,3 +98,43 @@ def test_redacting_filter_scrubs_log_records():
     finally:
         log.removeHandler(handler)
     assert records[0].getMessage() == "calling with ****"
+
+
+def test_the_missing_key_hint_survives_redaction_and_keys_do_not(monkeypatch):
+    import asyncio
+
+    from lion_nb import iModel
+    from lion_nb.errors import ExecutionError
+    from lion_nb.session.branch import Branch
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    hint = 'pass `api_key=` (`iModel(provider="openai", model=..., api_key=...)`).'
+    branch = Branch(chat_model=iModel(provider="openai", model="gpt-4o-mini"))
+    with pytest.raises(ExecutionError) as info:
+        asyncio.run(branch.communicate("hi"))
+    assert "no API key" in str(info.value) and hint in str(info.value)  # redacted on its way
+    assert redact(hint) == hint
+    # a value after `api_key=` or in a header is still masked, whatever its quoting
+    assert redact("`api_key=sk-live-unknown-4821`") == "`api_key=****`"
+    assert redact("iModel(api_key='sk-live-unknown-4821')") == "iModel(api_key='****')"
+    assert redact('{"x-api-key": "k-unknown-93"}') == '{"x-api-key": "****"}'
+    assert redact("Authorization: Bearer tok-unknown-5") == "Authorization: ****"
+
+
+def test_scrub_masks_key_values_and_leaves_code_and_placeholders_alone(monkeypatch):
+    from lion_nb.models import secrets
+    from lion_nb.models.secrets import MASK, scrub
+
+    monkeypatch.setattr(secrets, "_KNOWN", set(secrets._KNOWN))  # forget these keys afterwards
+    Secret("sk-scrub-known-5a6b7c8d9e")
+    Secret("ollama")  # the placeholder a local server takes for a key
+    monkeypatch.setenv("MY_SERVICE_API_KEY", "svc-env-0f1e2d3c4b")
+    code = (
+        'connect(api_key=os.environ["OPENAI_API_KEY"], base="ollama")  # sk-scrub-known-5a6b7c8d9e'
+    )
+    assert scrub(code) == f'connect(api_key=os.environ["OPENAI_API_KEY"], base="ollama")  # {MASK}'
+    assert "ollama" not in redact(code)  # `redact`, for errors and logs, masks every known value
+    assert (
+        scrub("token svc-env-0f1e2d3c4b, again svc-env-0f1e2d3c4b") == f"token {MASK}, again {MASK}"
+    )
+    assert scrub("") == ""

@@ -1,0 +1,51 @@
+"""`WidgetView`: a cell's turn shown live as a `TurnWidget` (where a widget front end is).
+
+It adapts the display seam to the widget: the widget is displayed when the turn starts, its
+Stop button calls the runner's ``TurnInfo.stop``, and the answer is displayed once, as its
+own output, when the turn finishes -- exactly as the text view does, so a notebook shows the
+same answer output whichever view ran it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .display import TurnInfo, TurnView, show_answer
+
+__all__ = ["WidgetView"]
+
+
+class WidgetView(TurnView):
+    """The seam's methods forwarded to a `TurnWidget`."""
+
+    def __init__(self, info: TurnInfo):
+        super().__init__(info)
+        from ..widgets.turn import TurnWidget
+
+        head = " · ".join(p for p in (info.branch, info.operation, info.model) if p)
+        self.widget = TurnWidget(
+            head, note=info.note, markdown=info.fmt == "markdown", max_rate=info.max_rate
+        )
+
+    def _stop(self) -> bool:
+        stop = self.info.stop  # set by the runner once the turn's task exists
+        return bool(stop()) if stop is not None else False
+
+    def start(self) -> None:
+        from IPython.display import display
+
+        self.widget.start(stop=self._stop)
+        display(self.widget)
+
+    def text(self, fragment: str) -> None:
+        self.widget.text(fragment)
+
+    def message(self, message: Any) -> None:
+        self.widget.message(message)
+
+    def finish(self, result: Any) -> None:
+        self.widget.finish(result)
+        show_answer(result, self.info)
+
+    def fail(self, error: BaseException, *, interrupted: bool = False) -> None:
+        self.widget.fail(error, interrupted=interrupted)

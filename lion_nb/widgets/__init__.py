@@ -1,0 +1,22 @@
+"""Live widgets for conversations: `BranchView`, `Chat`, `SessionExplorer`, `SignalLog`.
+
+Each is loaded on first use, so ``import lion_nb.widgets`` costs nothing until a widget is
+built (ipywidgets and anywidget are imported then). See ``docs/adr/0102-widgets.md`` for why
+one widget draws a whole message list.
+"""
+
+from __future__ import annotations
+
+from .._lazy import lazy_exports
+
+_EXPORTS = {
+    "BranchView": "lion_nb.widgets.branch_view",
+    "Chat": "lion_nb.widgets.chat",
+    "SessionExplorer": "lion_nb.widgets.explorer",
+    "SignalLog": "lion_nb.widgets.signal_log",
+    "TurnWidget": "lion_nb.widgets.turn",
+}
+
+__all__ = sorted(_EXPORTS)
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -1,0 +1,65 @@
+"""What every lion_nb widget shares: its front-end code, a static rendering, safe callbacks.
+
+Each widget is one `anywidget.AnyWidget` (its ES module and stylesheet ship inside the
+package: no build step, no CDN) whose state is kernel-made, sanitized HTML plus plain data.
+ipywidgets controls (buttons, text boxes) sit beside it where a stock control does the job.
+
+Every widget also carries a static ``text/html`` and a readable ``text/plain`` rendering in
+its display bundle, so a saved notebook shows the conversation on GitHub, in nbviewer and
+after nbconvert, where no kernel runs the widget. Those renderings hold no ids, times or
+durations, so executed notebooks compare equal.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+__all__ = ["STATIC", "StaticFallback", "call_safely", "stylesheet"]
+
+logger = logging.getLogger("lion_nb.widgets")
+
+STATIC = Path(__file__).parent / "_static"
+
+
+@cache
+def stylesheet() -> str:
+    """The widgets' CSS: every stylesheet in ``_static`` (one per widget, all scoped under
+    ``lnb-`` classes), then the code highlighting rules."""
+    from ..rendering import HIGHLIGHT_CSS
+
+    sheets = sorted(STATIC.glob("*.css"))
+    return "\n".join([*(s.read_text(encoding="utf-8") for s in sheets), HIGHLIGHT_CSS])
+
+
+def call_safely(callback: Callable[..., Any], *args: Any) -> Any:
+    """Run a user or front-end callback; log its error instead of raising into the kernel's
+    comm handler (which would print a traceback into whichever cell runs next)."""
+    try:
+        return callback(*args)
+    except Exception:
+        logger.warning("a widget callback failed", exc_info=True)
+        return None
+
+
+class StaticFallback:
+    """Adds ``static_html()`` and ``static_text()`` to a widget's display bundle."""
+
+    def static_html(self) -> str:  # pragma: no cover - every widget overrides it
+        return ""
+
+    def static_text(self) -> str:  # pragma: no cover - every widget overrides it
+        return repr(self)
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        found = super()._repr_mimebundle_(**kwargs) or {}  # type: ignore[misc]
+        data = found[0] if isinstance(found, tuple) else found  # anywidget: (data, metadata)
+        try:
+            data["text/html"] = self.static_html()
+            data["text/plain"] = self.static_text()
+        except Exception:  # a display must never fail a cell
+            logger.warning("could not render a widget's static view", exc_info=True)
+        return found

@@ -1,0 +1,177 @@
+"""Messages as display entries: one plain dict per shown item, its HTML made safe in the kernel.
+
+An entry is what the front end draws for one item of the conversation:
+
+``{"id", "index", "kind", "role", "html", "meta", ...}``
+
+- ``system``, ``instruction`` and ``assistant_response`` messages are one entry each, their
+  text rendered as Markdown through the shared sanitizer (raw HTML off, allowlist) with code
+  blocks highlighted;
+- an ``action_request`` and its ``action_response`` are one ``action`` entry: the function,
+  its arguments and its result (escaped, never rendered as HTML), with ``pending`` while no
+  response exists and ``is_error`` when the tool failed. A response whose request is not on
+  the branch is shown alone.
+
+Rendering is cached per message identity and revision (a message edited in place renders
+again), so a live view pays for each message once. ``meta`` holds the details shown on
+demand: model, tokens, cost, duration and the cell the message came from, where known.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+from html import escape
+from typing import Any
+
+__all__ = ["EntryCache", "message_entry", "plain_text"]
+
+_ROLES = {
+    "system": "system",
+    "instruction": "user",
+    "assistant_response": "assistant",
+    "action_request": "tool",
+    "action_response": "tool",
+}
+_RESULT_LIMIT = 20_000  # characters of a tool result kept in the view; the branch has it all
+
+
+def _markdown(text: str) -> str:
+    from ..rendering import markdown_html
+
+    return markdown_html(text, highlight=True)
+
+
+def _pre(text: str, limit: int = _RESULT_LIMIT) -> str:
+    if len(text) > limit:
+        text = text[:limit] + f"\n… ({len(text) - limit:,} more characters)"
+    return f"<pre>{escape(text, quote=False)}</pre>"
+
+
+def _json_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def _tokens(usage: Any) -> int | None:
+    if not isinstance(usage, dict):
+        return None
+    total = usage.get("total_tokens")
+    if isinstance(total, (int, float)):
+        return int(total)
+    parts = [usage.get(k) for k in ("input_tokens", "output_tokens")]
+    numbers = [p for p in parts if isinstance(p, (int, float))]
+    return int(sum(numbers)) if numbers else None
+
+
+def message_meta(message: Any) -> dict[str, Any]:
+    """The details of one message: model, tokens, cost, duration, cell (only what is known)."""
+    metadata = message.metadata or {}
+    meta: dict[str, Any] = {"kind": message.kind, "created": _time(message.created_at)}
+    for key in ("model", "duration"):
+        if metadata.get(key) is not None:
+            meta[key] = metadata[key]
+    tokens = _tokens(metadata.get("usage"))
+    if tokens is not None:
+        meta["tokens"] = tokens
+    cost = metadata.get("cost_usd")
+    if isinstance(cost, (int, float)):
+        meta["cost_usd"] = cost
+    cell = metadata.get("lion")
+    if isinstance(cell, dict) and cell.get("execution_count") is not None:
+        meta["cell"] = f"[{cell['execution_count']}]"
+    return meta
+
+
+def _time(value: Any) -> str:
+    try:
+        import datetime as _dt
+
+        if isinstance(value, (int, float)):
+            value = _dt.datetime.fromtimestamp(value)
+        return value.strftime("%H:%M:%S")
+    except Exception:
+        return ""
+
+
+def message_entry(message: Any, index: int, response: Any = None) -> dict[str, Any]:
+    """The entry for ``message`` at position ``index`` (``response``: an action's answer)."""
+    kind = message.kind
+    entry: dict[str, Any] = {
+        "id": str(message.id),
+        "index": index,
+        "kind": kind,
+        "role": _ROLES.get(kind, "user"),
+        "meta": message_meta(message),
+    }
+    if kind == "action_request":
+        entry["kind"] = "action"
+        entry["function"] = message.function
+        entry["arguments"] = _pre(_json_text(message.arguments))
+        entry["pending"] = response is None
+        entry["is_error"] = bool(getattr(response, "is_error", False))
+        entry["result"] = _pre(response.rendered) if response is not None else ""
+        if response is not None:
+            entry["response_id"] = str(response.id)
+        entry["html"] = ""
+    elif kind == "action_response":
+        entry["kind"] = "action"
+        entry["function"] = message.function
+        entry["arguments"] = _pre(_json_text(message.arguments))
+        entry["pending"] = False
+        entry["is_error"] = bool(message.is_error)
+        entry["result"] = _pre(message.rendered)
+        entry["html"] = ""
+    else:
+        text = message.rendered or ""
+        entry["html"] = _markdown(text) if text else ""
+        calls = (message.metadata or {}).get("tool_calls") if kind == "assistant_response" else None
+        if not text and calls:
+            names = ", ".join(escape(str(c.get("name", "?"))) for c in calls)
+            entry["html"] = f"<p><em>asked for tools: {names}</em></p>"
+    return entry
+
+
+def plain_text(entry: dict[str, Any], message: Any, response: Any = None) -> str:
+    """One entry as readable text (for ``text/plain`` and the search box)."""
+    if entry["kind"] == "action":
+        answer = message if message.kind == "action_response" else response
+        result = "(running)" if answer is None else _short(answer.rendered, 200)
+        args = _short(_json_text(message.arguments), 120)
+        return f"tool {entry['function']}({args}) → {result}"
+    return f"{entry['role']}: {message.rendered or ''}"
+
+
+def _short(text: str, limit: int) -> str:
+    text = text.replace("\n", " ")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class EntryCache:
+    """Entries keyed by message id and revision, bounded so a long session cannot grow it
+    without limit (least recently used first out)."""
+
+    def __init__(self, size: int = 2_000):
+        self._size = size
+        self._items: OrderedDict[tuple[str, int, str], dict[str, Any]] = OrderedDict()
+        self.rendered = 0  # how many entries were rendered (not served from the cache)
+
+    def entry(self, message: Any, index: int, response: Any = None) -> dict[str, Any]:
+        """The entry for ``message``; only its HTML is cached (details are read fresh, since
+        a turn tags its messages with their cell after they were shown)."""
+        answer = f"{response.id}:{response.revision}" if response is not None else ""
+        key = (str(message.id), message.revision, answer)
+        found = self._items.get(key)
+        if found is None:
+            found = message_entry(message, index, response)
+            self.rendered += 1
+            self._items[key] = found
+            if len(self._items) > self._size:
+                self._items.popitem(last=False)
+        else:
+            self._items.move_to_end(key)
+        return {**found, "index": index, "meta": message_meta(message)}

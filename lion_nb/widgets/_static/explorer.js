@@ -1,0 +1,167 @@
+// SessionExplorer's left pane: search box and results, the branch tree, export buttons.
+// Result snippets are escaped in the kernel (the match wrapped in <mark>); every other
+// string is set as text. Clicks go to the kernel, which owns the selection.
+
+function el(tag, cls, text) {
+  const node = document.createElement(tag);
+  if (cls) node.className = cls;
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+function plural(n, noun) {
+  return `${n} ${noun}${n === 1 ? "" : "s"}`;
+}
+
+function nodeRow(model, node) {
+  const row = el("button", "lnb-node");
+  row.type = "button";
+  row.dataset.id = node.id;
+  row.setAttribute("role", "treeitem");
+  const selected = node.id === model.get("selected");
+  row.setAttribute("aria-selected", String(selected));
+  if (selected) row.classList.add("lnb-node-selected");
+  const name = el("span", "lnb-node-name", node.name);
+  const facts = [plural(node.count, "message")];
+  if (node.fork_index !== null && node.fork_index !== undefined) {
+    facts.push(`from #${node.fork_index + 1}`);
+  }
+  const meta = el("span", "lnb-node-meta", facts.join(" · "));
+  const usage = [];
+  if (node.tokens !== null && node.tokens !== undefined) {
+    usage.push(`${node.tokens.toLocaleString()} tokens`);
+  }
+  usage.push(`cost ${node.cost}`);
+  const models = el("span", "lnb-node-models", (node.models || []).join(", "));
+  const spend = el("span", "lnb-node-usage", usage.join(" · "));
+  row.append(name, meta, models, spend);
+  row.title = `${node.name}\n${facts.join(" · ")}\n${(node.models || []).join(", ")}\n${usage.join(" · ")}`;
+  row.addEventListener("click", () => model.send({ type: "select", id: node.id }));
+  return row;
+}
+
+// Nodes arrive in pre-order with a depth: rebuild the nesting as lists.
+function drawTree(model, box) {
+  const top = el("ul", "lnb-tree-list");
+  top.setAttribute("role", "tree");
+  const stack = [top];
+  let last = null;
+  for (const node of model.get("nodes")) {
+    const depth = node.depth;
+    while (stack.length > depth + 1) stack.pop();
+    if (stack.length < depth + 1 && last) {
+      const nested = el("ul", "lnb-tree-list");
+      nested.setAttribute("role", "group");
+      last.append(nested);
+      stack.push(nested);
+    }
+    const item = el("li", "lnb-tree-item");
+    item.append(nodeRow(model, node));
+    stack[stack.length - 1].append(item);
+    last = item;
+  }
+  box.replaceChildren(top);
+}
+
+function drawResults(model, box, count) {
+  const query = model.get("query");
+  const results = model.get("results");
+  const found = model.get("found");
+  box.hidden = !query;
+  count.hidden = !query;
+  count.textContent = found > results.length
+    ? `${found} matches, first ${results.length} shown`
+    : `${found} match${found === 1 ? "" : "es"}`;
+  box.replaceChildren(...results.map((result) => {
+    const row = el("button", "lnb-result");
+    row.type = "button";
+    const where = el("span", "lnb-result-where", `${result.name} · #${result.index + 1} · ${result.role}`);
+    const snippet = el("span", "lnb-result-snippet");
+    snippet.innerHTML = result.snippet; // escaped in the kernel
+    row.append(where, snippet);
+    row.addEventListener("click", () =>
+      model.send({ type: "open", id: result.branch, index: result.index }));
+    return row;
+  }));
+}
+
+function download(content, buffers) {
+  const data = buffers && buffers.length ? buffers[0] : new TextEncoder().encode("");
+  const blob = new Blob([data], { type: content.mime || "application/octet-stream" });
+  const url = URL.createObjectURL(blob);
+  const link = document.createElement("a");
+  link.href = url;
+  link.download = content.filename || "branch";
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 1000);
+}
+
+function render({ model, el: root }) {
+  const pane = el("div", "lnb-tree");
+  const head = el("div", "lnb-head");
+  const title = el("span", "lnb-title");
+  const count = el("span", "lnb-count");
+  head.append(title, count);
+
+  const search = el("input", "lnb-search");
+  search.type = "search";
+  search.placeholder = "search messages";
+  search.setAttribute("aria-label", "search messages in every branch");
+  search.value = model.get("query");
+  const found = el("div", "lnb-found");
+  const results = el("div", "lnb-results");
+
+  const tree = el("div", "lnb-tree-box");
+  const bar = el("div", "lnb-export");
+  const json = el("button", "lnb-action", "export JSON");
+  const markdown = el("button", "lnb-action", "export Markdown");
+  const status = el("span", "lnb-status");
+  bar.append(json, markdown, status);
+  pane.append(head, search, found, results, tree, bar);
+  root.append(pane);
+
+  let timer = null;
+  search.addEventListener("input", () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => model.send({ type: "search", query: search.value }), 250);
+  });
+  json.addEventListener("click", () => model.send({ type: "export", fmt: "json" }));
+  markdown.addEventListener("click", () => model.send({ type: "export", fmt: "markdown" }));
+
+  function drawHead() {
+    const nodes = model.get("nodes");
+    title.textContent = model.get("title");
+    count.textContent = ` · ${nodes.length} branch${nodes.length === 1 ? "" : "es"}`;
+    const height = model.get("height");
+    tree.style.maxHeight = height || "";
+    tree.style.overflowY = height ? "auto" : "";
+  }
+  const redrawTree = () => { drawHead(); drawTree(model, tree); };
+  const redrawResults = () => {
+    if (document.activeElement !== search) search.value = model.get("query");
+    drawResults(model, results, found);
+  };
+  const drawStatus = () => (status.textContent = model.get("status"));
+  const onMessage = (content, buffers) => {
+    if (content && content.type === "download") download(content, buffers);
+  };
+
+  const events = [
+    ["change:nodes", redrawTree], ["change:selected", redrawTree], ["change:title", drawHead],
+    ["change:height", drawHead], ["change:results", redrawResults],
+    ["change:query", redrawResults], ["change:found", redrawResults],
+    ["change:status", drawStatus], ["msg:custom", onMessage],
+  ];
+  for (const [name, handler] of events) model.on(name, handler);
+  redrawTree();
+  redrawResults();
+  drawStatus();
+  return () => {
+    clearTimeout(timer);
+    for (const [name, handler] of events) model.off(name, handler);
+  };
+}
+
+export default { render };

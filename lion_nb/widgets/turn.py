@@ -1,0 +1,172 @@
+"""`TurnWidget`: one turn shown live -- streamed text, tool calls, elapsed time, tokens, Stop.
+
+It is what a ``%%lion`` cell shows while its turn runs when a widget front end is present
+(the notebook layer builds it through its view seam; any code running a turn can use it the
+same way: ``start``, ``text``, ``message``, ``finish`` / ``fail``). Text is streamed by
+setting widget state through a `Throttle`, never by printing into an Output widget.
+
+The front end counts elapsed time itself from ``started`` while ``running`` is true, so a
+silent model costs no comm traffic; the kernel sends the final figure at the end.
+
+Stop calls ``stop`` (given by whoever runs the turn): it cancels the turn, which ends the way
+an interrupt does -- what was received is kept.
+
+When the turn has finished, the streamed text is cleared: the answer is shown once, as its own
+output, by whoever ran the turn. The widget keeps its header (status, time, tokens) and the
+tool calls. Its static rendering is empty on purpose, at start and end alike: a saved notebook
+shows the answer's own output, and executed notebooks compare equal.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import anywidget
+import traitlets
+
+from ._base import STATIC, call_safely, stylesheet
+from ._entries import EntryCache, message_meta
+from ._throttle import Throttle
+
+__all__ = ["TurnWidget"]
+
+
+class TurnWidget(anywidget.AnyWidget):
+    """A live turn: header, tool calls, streamed text and a Stop button."""
+
+    _esm = STATIC / "turn.js"
+    _css = traitlets.Unicode().tag(sync=True)
+
+    head = traitlets.Unicode("").tag(sync=True)
+    note = traitlets.Unicode("").tag(sync=True)
+    status = traitlets.Unicode("").tag(sync=True)
+    running = traitlets.Bool(False).tag(sync=True)
+    started = traitlets.Float(0.0).tag(sync=True)  # epoch milliseconds
+    elapsed = traitlets.Float(0.0).tag(sync=True)  # seconds, final
+    tokens = traitlets.Int(0).tag(sync=True)
+    steps = traitlets.List(traitlets.Dict()).tag(sync=True)
+    text_html = traitlets.Unicode("").tag(sync=True)
+    stoppable = traitlets.Bool(False).tag(sync=True)
+
+    def __init__(
+        self,
+        head: str = "",
+        *,
+        note: str = "",
+        stop: Callable[[], Any] | None = None,
+        markdown: bool = True,
+        max_rate: float = 20.0,
+        **kwargs: Any,
+    ):
+        super().__init__(head=head, note=note, **kwargs)
+        self._css = stylesheet()
+        self._stop = stop
+        self._markdown = markdown
+        self._text: list[str] = []
+        self._steps: dict[str, dict[str, Any]] = {}
+        self._cache = EntryCache(size=64)
+        self._t0 = 0.0
+        self._throttle = Throttle(self._flush, max_rate)
+        self.on_msg(self._on_front_end)
+
+    # -- the turn's events -----------------------------------------------------------------------
+    def start(self, stop: Callable[[], Any] | None = None) -> None:
+        if stop is not None:
+            self._stop = stop
+        self._t0 = time.monotonic()
+        with self.hold_sync():
+            self.started = time.time() * 1000
+            self.running = True
+            self.stoppable = True
+            self.status = "running"
+
+    def text(self, fragment: str) -> None:
+        self._text.append(fragment)
+        self._throttle.poke()
+
+    def message(self, message: Any) -> None:
+        kind = getattr(message, "kind", "")
+        if kind == "action_request":
+            self._steps[str(message.id)] = self._cache.entry(message, len(self._steps))
+        elif kind == "action_response":
+            key = str(message.action_request_id) if message.action_request_id else None
+            request_entry = self._steps.get(key) if key else None
+            index = request_entry["index"] if request_entry else len(self._steps)
+            self._steps[key or str(message.id)] = self._cache.entry(message, index)
+        elif kind == "assistant_response":
+            tokens = message_meta(message).get("tokens")
+            if tokens:
+                self.tokens += tokens
+            if not self._text and message.response:
+                self._text.append(message.response)  # a model that does not stream text
+        else:
+            return
+        self._throttle.poke()
+
+    def finish(self, result: Any = None) -> None:
+        self._end("done")
+        self._text.clear()
+        self._throttle.flush()
+
+    def fail(self, error: BaseException, *, interrupted: bool = False) -> None:
+        if interrupted:
+            self._end("stopped")
+        else:
+            from ..models.secrets import redact
+
+            self._end(redact(f"failed: {type(error).__name__}: {error}")[:300])
+        self._throttle.flush()
+
+    def stop(self) -> bool:
+        """Stop the turn (what the Stop button does); ``False`` when there is nothing to stop."""
+        if not self.running or self._stop is None:
+            return False
+        self.stoppable = False
+        self.status = "stopping"
+        return bool(call_safely(self._stop))
+
+    # -- internals -------------------------------------------------------------------------------
+    def _end(self, status: str) -> None:
+        with self.hold_sync():
+            self.elapsed = round(time.monotonic() - self._t0, 2) if self._t0 else 0.0
+            self.running = False
+            self.stoppable = False
+            self.status = status
+
+    def _on_front_end(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        if isinstance(content, dict) and content.get("type") == "stop":
+            self.stop()
+
+    def _flush(self) -> None:
+        text = "".join(self._text)
+        if text and self._markdown:
+            from ..rendering import markdown_html
+
+            html = markdown_html(text)  # not highlighted: re-lexed on every batch otherwise
+        elif text:
+            from html import escape
+
+            html = f"<pre>{escape(text)}</pre>"
+        else:
+            html = ""
+        with self.hold_sync():
+            self.steps = sorted(self._steps.values(), key=lambda e: e["index"])
+            self.text_html = html
+
+    @property
+    def streamed_text(self) -> str:
+        return "".join(self._text)
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        """The widget view, with an empty ``text/plain``: the answer is its own output, so a
+        saved notebook shows that and nothing here (see the module docstring)."""
+        found = super()._repr_mimebundle_(**kwargs)
+        data = found[0] if isinstance(found, tuple) else found
+        if data is not None:
+            data["text/plain"] = ""
+        return found
+
+    def __repr__(self) -> str:
+        return f"TurnWidget({self.head!r}, {self.status or 'new'})"

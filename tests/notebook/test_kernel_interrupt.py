@@ -1,0 +1,180 @@
+"""Interrupt and Stop of a *silent* turn in a real ipykernel (through nbclient).
+
+The model is an offline function model that sleeps 20 s without a word. An interrupt of such
+a turn is only acted on when the kernel's loop next wakes; a turn keeps its loop awake, so
+the interrupted cell ends at once -- here it must end before a 10 s wait runs out, which is
+impossible if the interrupt waited for the model. The same holds with ``%autoawait off`` (the
+worker-loop fallback). A Stop pressed from another task on the kernel's loop (what a
+widget's comm handler does) ends a foreground turn the same way; a Stop pressed after its
+turn ended does nothing, not even to the cell running then. The measured times are printed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import time
+from typing import Any
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_notebook
+
+from tests.notebook.test_kernel_notebook import CellIdClient, _interrupted, _json_line, _text
+
+pytestmark = pytest.mark.kernel
+
+#: the interrupted cell must end within this; the silent model would take 20 s
+BOUND = 10.0
+
+SETUP = """\
+%load_ext lion_nb
+import asyncio, json
+from lion_nb import RunEnd, RunFailed, RunStart, current_session, iModel
+from lion_nb.notebook.display import HandleView, set_view_factory
+from lion_nb.notebook.runner import running_wakers
+
+async def sleepy(messages, **request):
+    await asyncio.sleep(20)
+    return "the silent model answered"
+
+silent = iModel(provider="offline", model="function", function=sleepy)
+silent_cli = iModel(provider="offline_cli", model="scripted", delay=20, turns=[[
+    {"type": "system", "metadata": {"session_id": "quiet-1"}},
+    {"type": "text", "content": "too late"},
+    {"type": "result"},
+]])
+signals = []
+for kind in (RunStart, RunEnd, RunFailed):
+    current_session().observe(kind, lambda s: signals.append((s.branch_name, type(s).__name__)))
+
+def report(branch):
+    b = current_session().get_branch(branch)
+    loop = asyncio.get_running_loop()
+    print(json.dumps({
+        "kinds": [m.kind for m in b.messages],
+        "signals": [kind for name, kind in signals if name == branch],
+        "wakers": running_wakers(),
+        "pending": [repr(t) for t in asyncio.all_tasks(loop) if "lion_nb" in repr(t)],
+    }))
+"""
+
+STOP_SETUP = """\
+pressed = []
+
+async def press_stop(info):  # what a Stop button's comm handler does, on the kernel's loop
+    await asyncio.sleep(1)
+    pressed.append(info.stop())
+
+def view_with_stop(info):
+    asyncio.get_running_loop().create_task(press_stop(info))
+    return HandleView(info)
+
+set_view_factory(view_with_stop)
+"""
+
+CELLS = [
+    ("setup", SETUP),
+    ("awaited", "%%lion -b quiet -m silent\nSay nothing for a while."),
+    ("awaited-check", "report('quiet')\n1 + 1"),
+    ("off", "%autoawait off"),
+    ("fallback", "%%lion -b quiet_fb -m silent\nSay nothing for a while."),
+    ("fallback-check", "report('quiet_fb')\n1 + 1"),
+    ("on", "%autoawait on"),
+    ("stop-setup", STOP_SETUP),
+    ("stopped", "%%lion -b agent -m silent_cli\nRun for a while."),
+    ("quick", "%%lion -b quick\nA quick answer."),
+    (
+        "stop-check",
+        "await asyncio.sleep(1.5)  # the quick turn's Stop is pressed meanwhile\n"
+        "set_view_factory(None)\n"
+        "print(json.dumps({'pressed': pressed}))\n"
+        "report('agent')",
+    ),
+]
+INTERRUPTED = {"awaited", "fallback"}
+
+
+@pytest.fixture(scope="module")
+def executed(tmp_path_factory):
+    if shutil.which("python") is None:  # pragma: no cover - the kernel needs an interpreter
+        pytest.skip("no python on PATH")
+    workdir = tmp_path_factory.mktemp("kernel-interrupt")
+    nb = new_notebook(cells=[new_code_cell(source, id=cid) for cid, source in CELLS])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+    for cell in nb.cells:
+        if cell.id in INTERRUPTED | {"stopped"}:
+            cell.metadata["tags"] = ["raises-exception"]
+    nbformat.validate(nb)
+    client = CellIdClient(
+        nb, timeout=60, kernel_name="python3", resources={"metadata": {"path": str(workdir)}}
+    )
+    facts: dict[str, Any] = {}
+
+    async def scenario() -> None:
+        async with client.async_setup_kernel():
+            client.send_with_cell_id()
+            for i, cell in enumerate(nb.cells):
+                started = time.monotonic()
+                if cell.id not in INTERRUPTED:
+                    await client.async_execute_cell(cell, i)
+                    facts[f"{cell.id}_seconds"] = time.monotonic() - started
+                    continue
+                task = asyncio.ensure_future(client.async_execute_cell(cell, i))
+                await asyncio.sleep(1.0)  # the turn is waiting on its silent model
+                interrupted_at = time.monotonic()
+                await client.km.interrupt_kernel()
+                done, _ = await asyncio.wait({task}, timeout=BOUND)
+                took = time.monotonic() - interrupted_at
+                facts[f"{cell.id}_took"] = took if done else None  # None: it waited for the model
+                await task
+
+    asyncio.run(scenario())
+    by_id = {cell.id: cell for cell in nb.cells}
+    took = {k: facts[f"{k}_took"] for k in ("awaited", "fallback")}
+    shown = {k: "no reply" if v is None else f"{v:.2f} s" for k, v in took.items()}
+    print(
+        f"\ninterrupt of a silent turn acted on after: awaited {shown['awaited']}, "
+        f"%autoawait off {shown['fallback']}; the Stop cell took {facts['stopped_seconds']:.2f} s "
+        "(Stop pressed after 1 s)"
+    )
+    return by_id, facts
+
+
+def _answers_two(cell: Any) -> None:
+    results = [o for o in cell.outputs if o.get("output_type") == "execute_result"]
+    assert results and results[-1]["data"]["text/plain"] == "2", cell.outputs
+
+
+@pytest.mark.parametrize("cell_id", ["awaited", "fallback"])
+def test_an_interrupt_ends_a_silent_turn_long_before_the_model_would(executed, cell_id):
+    by_id, facts = executed
+    assert facts[f"{cell_id}_took"] is not None, f"no reply within {BOUND} s of the interrupt"
+    _interrupted(by_id[cell_id])
+    check = by_id[f"{cell_id}-check"]
+    _answers_two(check)  # the kernel answers the next cell
+    kept = _json_line(check)
+    assert kept["signals"] == ["RunStart", "RunFailed"]  # exactly one terminal signal
+    assert kept["kinds"] == []  # an interrupted API turn records nothing (ADR-0021 D3)
+    assert kept["wakers"] == 0  # no timer keeps waking the kernel between cells
+    assert kept["pending"] == []
+
+
+def test_stop_from_another_task_ends_a_foreground_turn_like_an_interrupt(executed):
+    by_id, facts = executed
+    _interrupted(by_id["stopped"])
+    assert facts["stopped_seconds"] < BOUND  # not the 20 s the silent agent would take
+    kept = _json_line(by_id["stop-check"])
+    assert kept["kinds"] == ["instruction"]  # a CLI run records its instruction first
+    assert kept["signals"] == ["RunStart", "RunFailed"]
+    assert kept["wakers"] == 0 and kept["pending"] == []
+
+
+def test_a_stop_after_its_turn_ended_returns_false_and_cancels_nothing(executed):
+    by_id, _ = executed
+    quick = by_id["quick"]
+    assert not [o for o in quick.outputs if o.get("output_type") == "error"], quick.outputs
+    check = by_id["stop-check"]
+    assert not [o for o in check.outputs if o.get("output_type") == "error"], check.outputs
+    pressed = [line for line in _text(check).splitlines() if line.startswith('{"pressed"')]
+    assert pressed and pressed[0] == '{"pressed": [true, false]}'  # the running turn, the ended one
