@@ -49,7 +49,7 @@ function drawEntry(model, entry) {
   node.dataset.id = entry.id;
   node.dataset.index = String(entry.index);
   const head = el("div", "lnb-entry-head");
-  const info = el("button", "lnb-info", "ⓘ");
+  const info = el("button", "lnb-info", "details");
   info.title = "details";
   const meta = details(entry.meta || {});
   meta.hidden = true;
