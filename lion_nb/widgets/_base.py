@@ -18,7 +18,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-__all__ = ["STATIC", "StaticFallback", "call_safely", "stylesheet"]
+__all__ = ["STATIC", "StaticFallback", "call_safely", "release", "stylesheet"]
 
 logger = logging.getLogger("lion_nb.widgets")
 
@@ -43,6 +43,19 @@ def call_safely(callback: Callable[..., Any], *args: Any) -> Any:
     except Exception:
         logger.warning("a widget callback failed", exc_info=True)
         return None
+
+
+def release(widget: Any, *, subscriptions: str = "_subscription") -> None:
+    """Cancel what a live widget holds -- its signal subscription(s) and its throttle -- before
+    it closes. Safe on a half-built widget: ipywidgets' ``__del__`` closes those too."""
+    held = getattr(widget, subscriptions, None)
+    for subscription in held if isinstance(held, list) else [held]:
+        if subscription is not None:
+            subscription.cancel()
+    setattr(widget, subscriptions, [] if isinstance(held, list) else None)
+    throttle = getattr(widget, "_throttle", None)
+    if throttle is not None:
+        throttle.cancel()
 
 
 class StaticFallback:

@@ -24,7 +24,7 @@ from collections import OrderedDict
 from html import escape
 from typing import Any
 
-__all__ = ["EntryCache", "message_entry", "plain_text"]
+__all__ = ["EntryCache", "json_text", "message_entry", "plain_text"]
 
 _ROLES = {
     "system": "system",
@@ -48,7 +48,8 @@ def _pre(text: str, limit: int = _RESULT_LIMIT) -> str:
     return f"<pre>{escape(text, quote=False)}</pre>"
 
 
-def _json_text(value: Any) -> str:
+def json_text(value: Any) -> str:
+    """A value as readable text: strings as they are, the rest as indented JSON."""
     if isinstance(value, str):
         return value
     try:
@@ -111,7 +112,7 @@ def message_entry(message: Any, index: int, response: Any = None) -> dict[str, A
     if kind == "action_request":
         entry["kind"] = "action"
         entry["function"] = message.function
-        entry["arguments"] = _pre(_json_text(message.arguments))
+        entry["arguments"] = _pre(json_text(message.arguments))
         entry["pending"] = response is None
         entry["is_error"] = bool(getattr(response, "is_error", False))
         entry["result"] = _pre(response.rendered) if response is not None else ""
@@ -121,7 +122,7 @@ def message_entry(message: Any, index: int, response: Any = None) -> dict[str, A
     elif kind == "action_response":
         entry["kind"] = "action"
         entry["function"] = message.function
-        entry["arguments"] = _pre(_json_text(message.arguments))
+        entry["arguments"] = _pre(json_text(message.arguments))
         entry["pending"] = False
         entry["is_error"] = bool(message.is_error)
         entry["result"] = _pre(message.rendered)
@@ -141,7 +142,7 @@ def plain_text(entry: dict[str, Any], message: Any, response: Any = None) -> str
     if entry["kind"] == "action":
         answer = message if message.kind == "action_response" else response
         result = "(running)" if answer is None else _short(answer.rendered, 200)
-        args = _short(_json_text(message.arguments), 120)
+        args = _short(json_text(message.arguments), 120)
         return f"tool {entry['function']}({args}) → {result}"
     return f"{entry['role']}: {message.rendered or ''}"
 

@@ -19,13 +19,12 @@ Plain functions over `Branch` objects, no widget code, so they are tested and re
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from html import escape
 from typing import Any
 
-from ._entries import _ROLES, _tokens
+from ._entries import _ROLES, _tokens, json_text
 
 __all__ = [
     "BranchStats",
@@ -207,21 +206,12 @@ def _node(branch: Any, stats: BranchStats, depth: int, parent: str | None) -> di
 
 
 # -- search ------------------------------------------------------------------------------------
-def _json(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    try:
-        return json.dumps(value, indent=2, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
-        return repr(value)
-
-
 def message_text(message: Any) -> str:
     """The searchable text of a message (a tool call: its name, arguments and result)."""
     if message.kind == "action_request":
-        return f"{message.function}({_json(message.arguments)})"
+        return f"{message.function}({json_text(message.arguments)})"
     if message.kind == "action_response":
-        return f"{message.function}({_json(message.arguments)}) → {message.rendered}"
+        return f"{message.function}({json_text(message.arguments)}) → {message.rendered}"
     return message.rendered or ""
 
 
@@ -281,7 +271,7 @@ def _fence(text: str, language: str = "") -> str:
 def _tool_block(request: Any, response: Any) -> list[str]:
     first = request if request is not None else response
     lines = [f"## Tool call: `{first.function}`", "", "Arguments:", ""]
-    lines += [_fence(_json(first.arguments), "json"), ""]
+    lines += [_fence(json_text(first.arguments), "json"), ""]
     if response is None:
         lines += ["Result: (no response recorded)", ""]
     else:

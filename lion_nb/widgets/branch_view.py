@@ -24,7 +24,7 @@ from typing import Any
 import anywidget
 import traitlets
 
-from ._base import STATIC, StaticFallback, call_safely, stylesheet
+from ._base import STATIC, StaticFallback, call_safely, release, stylesheet
 from ._entries import EntryCache, plain_text
 from ._throttle import Throttle
 
@@ -210,12 +210,7 @@ class BranchView(StaticFallback, anywidget.AnyWidget):
 
     def close(self) -> None:
         """Stop following the branch, then close the widget."""
-        subscription = getattr(self, "_subscription", None)  # also from `__del__` of a
-        if subscription is not None:  # widget whose construction failed
-            subscription.cancel()
-            self._subscription = None
-        if hasattr(self, "_throttle"):
-            self._throttle.cancel()
+        release(self)
         super().close()
 
     def __repr__(self) -> str:

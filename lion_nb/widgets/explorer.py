@@ -32,7 +32,7 @@ import anywidget
 import ipywidgets
 import traitlets
 
-from ._base import STATIC, StaticFallback, call_safely, stylesheet
+from ._base import STATIC, StaticFallback, call_safely, release, stylesheet
 from ._throttle import Throttle
 from ._tree import StatsCache, branch_label, build_tree, markdown_transcript, search
 from .branch_view import BranchView
@@ -279,11 +279,7 @@ class SessionExplorer(StaticFallback, ipywidgets.HBox):
     # -- closing -------------------------------------------------------------------------------------
     def close(self) -> None:
         """Stop following the session, then close the tree, the view and the box."""
-        for subscription in getattr(self, "_subscriptions", ()):
-            subscription.cancel()
-        self._subscriptions = []
-        if hasattr(self, "_throttle"):
-            self._throttle.cancel()
+        release(self, subscriptions="_subscriptions")
         for part in (getattr(self, "view", None), getattr(self, "tree", None)):
             if part is not None:
                 part.close()

@@ -41,7 +41,7 @@ from typing import Any
 import anywidget
 import traitlets
 
-from ._base import STATIC, StaticFallback, stylesheet
+from ._base import STATIC, StaticFallback, release, stylesheet
 from ._throttle import Throttle
 
 __all__ = ["FIELDS", "KINDS", "SignalLog"]
@@ -200,12 +200,7 @@ class SignalLog(StaticFallback, anywidget.AnyWidget):
 
     def close(self) -> None:
         """Stop observing the session, then close the widget."""
-        subscription = getattr(self, "_subscription", None)  # also from `__del__` of a
-        if subscription is not None:  # widget whose construction failed
-            subscription.cancel()
-            self._subscription = None
-        if hasattr(self, "_throttle"):
-            self._throttle.cancel()
+        release(self)
         super().close()
 
     def __repr__(self) -> str:
