@@ -7,6 +7,9 @@ the instruction and injects the best matches (ephemeral: never recorded as messa
 turn -- or another branch sharing the session's store -- can recall it.
 
     branch.providers.register(MemoryRecall(), priority=10, max_tokens=400)
+
+As an extension (``%lion extend ../extensions/memory_recall.py``), ``extend`` registers one
+`MemoryRecall` on every branch of the session, and on each branch that joins later.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["MemoryRecall"]
+__all__ = ["MemoryRecall", "extend"]
 
 
 class MemoryRecall:
@@ -45,3 +48,16 @@ class MemoryRecall:
                 f"{response.function}({arguments}) returned {text}",
                 metadata={"tool": response.function, "call_id": response.call_id},
             )
+
+
+def extend(session: Any, *, limit: int = 3, priority: int = 10, max_tokens: int = 400) -> None:
+    """Register a `MemoryRecall` on every branch of ``session`` (now and joining later)."""
+    from lion_nb.extensions import for_each_branch
+
+    def setup(branch: Any) -> None:
+        if MemoryRecall.name not in branch.providers.names:
+            branch.providers.register(
+                MemoryRecall(limit=limit), priority=priority, max_tokens=max_tokens
+            )
+
+    for_each_branch(session, setup)

@@ -8,6 +8,7 @@
     ├── ItemExistsError (ValueError)      a duplicate registration
     ├── ExecutionError                    a model call that failed (its cause is chained)
     ├── OperationError                    a graph node that cannot run its operation
+    ├── ExtensionError                    an extension that could not be loaded (session unchanged)
     ├── ParseError (ValueError)           text that could not become the requested type
     ├── ScriptExhaustedError              an offline scripted model ran out of responses
     └── ProviderError                     a provider failed; carries status, message, request id
@@ -41,6 +42,7 @@ __all__ = [
     "ConfigurationError",
     "ContextWindowError",
     "ExecutionError",
+    "ExtensionError",
     "ItemExistsError",
     "ItemNotFoundError",
     "LionError",
@@ -85,6 +87,20 @@ class ExecutionError(LionError):
 
 class OperationError(LionError):
     """A graph node could not run its operation."""
+
+
+class ExtensionError(LionError):
+    """An extension could not be loaded: not found, failed to import, has the wrong shape, or
+    raised in its ``extend(session)``. The session is left as it was (`lion_nb.extensions`).
+
+    ``extension`` names it, ``stage`` is ``"find"``, ``"import"``, ``"shape"`` or
+    ``"extend"``; the original exception, if any, is chained as ``__cause__``.
+    """
+
+    def __init__(self, message: str, *, extension: str = "", stage: str = ""):
+        super().__init__(message)
+        self.extension = extension
+        self.stage = stage
 
 
 class ParseError(LionError, ValueError):

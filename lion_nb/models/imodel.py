@@ -9,6 +9,11 @@ The limits bound CLI runs too: a run holds one slot of the limiter from before i
 chunk until its stream ends or is closed, so ``concurrency_limit=1`` means one agent process
 at a time. ``copy.deepcopy`` works (keys are shared, connection pools and limiters are new);
 ``copy()`` is the usual way to duplicate a model.
+
+Every call goes through the cassette seam first (`lion_nb.models.cassettes`): with a cassette
+in force (``cassette=``, ``with cassette(...)``, ``%lion cassette``) it is replayed or
+recorded; `CassetteError` (no recording, or a live call forbidden) is raised, not recorded
+on the call, because it is a setup problem that no retry fixes.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..errors import ConfigurationError
+from .cassettes.recording import CassetteError
+from .cassettes.scope import as_cassette, cassette_for
 from .endpoints import (
     APIEndpoint,
     ChatRequest,
@@ -33,6 +40,8 @@ from .endpoints import (
 from .stream import StreamChunk
 
 __all__ = ["APICall", "iModel", "iModelManager"]
+
+_MAX_SETTING_DEPTH = 64  # a saved model's settings (a schema in its options) nest far less
 
 
 @dataclass(slots=True)
@@ -65,7 +74,9 @@ class iModel:
 
     Keywords the endpoint does not take as settings become request options (temperature,
     max_tokens, timeout, ...). ``limit_requests`` / ``limit_tokens`` (per minute) and
-    ``concurrency_limit`` bound how fast this model is called.
+    ``concurrency_limit`` bound how fast this model is called. ``cassette`` (a path to a
+    ``.jsonl`` file, opened in mode ``once``, or a `Cassette`) records and replays this
+    model's calls.
     """
 
     def __init__(
@@ -77,8 +88,10 @@ class iModel:
         limit_requests: int | None = None,
         limit_tokens: int | None = None,
         concurrency_limit: int | None = None,
+        cassette: Any = None,
         **kwargs: Any,
     ):
+        self.cassette = cassette
         if endpoint is None:
             if provider is not None and model is None and "/" in provider:
                 provider, model = None, provider
@@ -151,6 +164,15 @@ class iModel:
             raise AttributeError("Only CLI models have a provider session id.")
         self.endpoint.session_id = value
 
+    @property
+    def cassette(self) -> Any:
+        """This model's own `Cassette` (``None``: the one in force where it is called)."""
+        return self._cassette
+
+    @cassette.setter
+    def cassette(self, value: Any) -> None:
+        self._cassette = as_cassette(value)
+
     def __repr__(self) -> str:
         return f"iModel(provider={self.provider!r}, model={self.model!r})"
 
@@ -164,15 +186,19 @@ class iModel:
             )
         merged = {**self.endpoint.options, **request.options}
         request.options = merged
+        tape = cassette_for(self)
         call = APICall(request=request)
         start = time.perf_counter()
         try:
-            if self._limiter is not None:
-                async with self._limiter.slot(_estimate_tokens(request)):
-                    call.response = await self.endpoint.complete(request)
+            if tape is not None:
+                from .cassettes._seam import complete
+
+                call.response = await complete(tape, self, request, self._complete)
             else:
-                call.response = await self.endpoint.complete(request)
+                call.response = await self._complete(request)
             call.status = "completed"
+        except CassetteError:
+            raise
         except Exception as exc:
             call.error = exc
             call.status = "failed"
@@ -180,10 +206,25 @@ class iModel:
             call.duration = time.perf_counter() - start
         return call
 
+    async def _complete(self, request: ChatRequest) -> ModelResponse:
+        """One live call of the endpoint, inside the rate limits."""
+        if self._limiter is None:
+            return await self.endpoint.complete(request)
+        async with self._limiter.slot(_estimate_tokens(request)):
+            return await self.endpoint.complete(request)
+
     def stream_cli(self, request: CLIRequest) -> AsyncGenerator[StreamChunk, None]:
         """The chunks of one CLI run; close the generator to stop the agent."""
         if not isinstance(self.endpoint, CLIEndpoint):
             raise ConfigurationError(f"`{self.provider}` is not a CLI agent.")
+        tape = cassette_for(self)
+        if tape is not None:
+            from .cassettes._seam import stream
+
+            return stream(tape, self, request, self._live_stream)
+        return self._live_stream(request)
+
+    def _live_stream(self, request: CLIRequest) -> AsyncGenerator[StreamChunk, None]:
         if self._limiter is None:
             return self.endpoint.stream(request)
         return self._limited_stream(request)
@@ -232,25 +273,50 @@ class iModel:
             limits = {k: v for k, v in self._limits.items() if v is not None}
             if limits:
                 data["processor"] = limits
+        if include_live and self.cassette is not None:
+            data["cassette"] = self.cassette
         if self.is_cli and self.provider_session_id and not include_live:
             data["provider_session_id"] = self.provider_session_id
         return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> iModel:
+        """Rebuild from ``to_dict`` output. Any malformed field is a `ConfigurationError`
+        naming it (see `lion_nb.protocols.untrusted`); ``data`` is left unchanged."""
+        from ..protocols.untrusted import check_depth, loading, short_repr
+
+        what = "A serialized iModel"
         if not isinstance(data, dict) or "provider" not in data:
             raise ConfigurationError(
-                "A serialized iModel is a dict with `provider` and `model` "
-                f"(got {type(data).__name__})."
+                f"{what} is a dict with `provider` and `model` (got {type(data).__name__})."
             )
-        kwargs = {
-            **data.get("endpoint", {}),
-            **data.get("options", {}),
-            **data.get("processor", {}),
-        }
-        model = cls(provider=data["provider"], model=data.get("model"), **kwargs)
+        for key in ("provider", "model", "provider_session_id"):
+            value = data.get(key)
+            if value is not None and not isinstance(value, str):
+                raise ConfigurationError(
+                    f"{what} has a malformed `{key}`: a string is needed, got "
+                    f"{type(value).__name__} {short_repr(value)}."
+                )
+        kwargs: dict[str, Any] = {}
+        for key in ("endpoint", "options", "processor"):
+            section = data.get(key)
+            if section is None:
+                continue
+            if not isinstance(section, dict) or not all(isinstance(k, str) for k in section):
+                raise ConfigurationError(
+                    f"{what} has a malformed `{key}`: a dict of settings by name is needed, "
+                    f"got {type(section).__name__} {short_repr(section)}."
+                )
+            check_depth(section, key, _MAX_SETTING_DEPTH, what=what)
+            kwargs.update(section)
+        with loading(what, "`provider`"):
+            resolve_provider(data["provider"])
+        with loading(what, "setting (`endpoint`, `options` or `processor`)"):
+            model = cls(provider=data["provider"], model=data.get("model"), **kwargs)
         if data.get("provider_session_id") and model.is_cli:
             model.provider_session_id = data["provider_session_id"]
+        if data.get("cassette") is not None:  # `to_dict(include_live=True)`: a copy shares it
+            model.cassette = data["cassette"]
         return model
 
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from IPython.core.error import UsageError
-from IPython.core.magic_arguments import MagicArgumentParser, MagicHelpFormatter
+from IPython.core.magic_arguments import MagicArgumentParser
 
 from .render import Table
 
@@ -43,8 +43,10 @@ def command(name: str, summary: str, *args: tuple[tuple, dict]) -> Callable[[Cal
     """Register a subcommand with its parser arguments (``((flags...), {kwargs})`` pairs)."""
 
     def decorate(func: Callable) -> Callable:
+        from .options import help_formatter
+
         parser = MagicArgumentParser(
-            prog=f"lion {name}", description=summary, formatter_class=MagicHelpFormatter
+            prog=f"lion {name}", description=summary, formatter_class=help_formatter()
         )
         for flags, kw in args:
             parser.add_argument(*flags, **kw)
@@ -184,7 +186,7 @@ OVERVIEW = """\
 
 {rows}
 
-Examples::
+Examples:
 
   %lion branches                  # a table of branches; * marks the active one
   %lion new critic -s "Be harsh." -m openai/gpt-4o-mini
@@ -361,4 +363,10 @@ def _signals(magics: Any, args: Any) -> Table:
     return Table(["time", "signal", "branch", "detail"], rows, title="signals")
 
 
+# registration order is the order in which `%lion help` lists the subcommands
+# isort: off
 from . import commands_session as _registers_more  # noqa: E402,F401  (registers the rest)
+from . import commands_store as _registers_store  # noqa: E402,F401
+from . import commands_extend as _registers_extend  # noqa: E402,F401
+from . import commands_cassette as _registers_cassette  # noqa: E402,F401
+# isort: on

@@ -88,14 +88,22 @@ def _alias(magics: Any, args: Any) -> Any:
     if args.remove:
         if aliases.pop(args.name, None) is None:
             raise UsageError(f"`%lion alias --remove {args.name}`: no such alias.")
-    else:
-        if not args.model or "/" not in args.model or "/" in args.name:
-            raise UsageError(
-                f"`%lion alias {args.name} {args.model or ''}`: give a name and a provider/model, "
-                "e.g. `%lion alias fast openai/gpt-4o-mini`."
-            )
-        aliases[args.name] = args.model
+        magics.aliases = aliases
+        print(f"Removed the alias `{args.name}`.")
+        return None
+    if (
+        not args.model
+        or "/" in args.name
+        or "/" not in args.model
+        or not all(part.strip() for part in args.model.split("/", 1))
+    ):
+        raise UsageError(
+            f"`%lion alias {args.name} {args.model or ''}`: give a name and a provider/model, "
+            "e.g. `%lion alias fast openai/gpt-4o-mini`."
+        )
+    aliases[args.name] = args.model
     magics.aliases = aliases
+    print(f"Alias `{args.name}` = {args.model}: use it with `-m {args.name}`.")
     return None
 
 
@@ -248,17 +256,34 @@ def _scrub_data(value: Any) -> Any:
     return value
 
 
-@command("load", "Replace the session with one saved by `%lion save`.", arg("path", nargs="?"))
+@command(
+    "load",
+    "Restore this notebook's latest saved session from the store; with a FILE, import one "
+    "saved by `%lion save`.",
+    arg("path", nargs="?", help="a JSON file written by `%%lion save`"),
+    arg("--session", metavar="ID", help="restore this saved session (`%%lion sessions` lists)"),
+)
 def _load(magics: Any, args: Any) -> None:
     from ..session.session import Session
 
     _no_runs(magics, "load")
+    if args.path is None:
+        from .commands_store import restore
+
+        restore(magics, args.session)
+        return
+    if args.session is not None:
+        raise UsageError(
+            f"`%lion load {args.path} --session {args.session}`: give a FILE to import or "
+            "`--session ID` to restore from the store, not both."
+        )
     path = _path(magics, args.path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise UsageError(
-            f"`%lion load`: no file `{path}`. Save one first with `%lion save`."
+            f"`%lion load`: no file `{path}`. Save one first with `%lion save`; to restore a "
+            "session from the store, use `%lion load` alone or `%lion load --session ID`."
         ) from None
     except ValueError as exc:
         raise UsageError(f"`%lion load`: `{path}` is not JSON ({exc}).") from None
@@ -335,14 +360,16 @@ def _config(magics: Any, args: Any) -> Any:
         return getattr(magics, args.name)
     try:
         value = ast.literal_eval(args.value)
-    except (ValueError, SyntaxError):
-        value = args.value
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        value = args.value  # not a Python literal: the text itself
     if isinstance(traits[args.name].default_value, str) and not isinstance(value, str):
         value = args.value
     try:
         setattr(magics, args.name, value)
     except TraitError as exc:
-        raise UsageError(f"`%lion config {args.name} {args.value}`: {_short(exc, 300)}") from None
+        raise UsageError(
+            f"`%lion config {args.name} {_short(args.value)}`: {_short(exc, 300)}"
+        ) from None
     return None
 
 

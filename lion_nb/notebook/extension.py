@@ -4,9 +4,11 @@ Loading registers `LionMagics` (also as a configurable, so ``%config LionMagics`
 the input transformer that makes ``%%lion`` cells awaited, and two event hooks: one that
 notes the running cell's id, one that records failing cells for ``{Err}`` and
 ``%lion explain``; and display formatters that show a `Branch` or `Session` as its widget.
-It creates no Session and imports no provider, widget or Markdown code: that happens on the
-first turn (or the first display). Unloading removes each of these again; the Session and its
-conversations stay (``lion_nb.current_session()`` still returns them).
+It creates no Session, opens no database and imports no provider, widget or Markdown code:
+that happens on the first turn (or the first display); only ``LionMagics.restore_on_load``
+reads the session store at load (`lion_nb.notebook.persistence`). Unloading removes each of
+these again; the Session and its conversations stay (``lion_nb.current_session()`` still
+returns them).
 """
 
 from __future__ import annotations
@@ -49,10 +51,13 @@ def load_ipython_extension(ipython: Any) -> None:
     bundles = ipython.display_formatter.mimebundle_formatter
     for module, name, printer in FORMATTED_TYPES:
         bundles.for_type_by_name(module, name, printer)
+    from .persistence import install
+
     _installed[id(ipython)] = {
         "magics": magics,
         "transformer": await_transformer,
         "events": [("pre_run_cell", pre_run_cell), ("post_run_cell", post_run_cell)],
+        "persistence": install(ipython, magics),  # autosave; restore when configured
     }
 
 
@@ -62,6 +67,7 @@ def unload_ipython_extension(ipython: Any) -> None:
     if installed is None:
         return
     magics = installed["magics"]
+    installed["persistence"]()  # the last changes saved, autosave stopped
     for kind in ("line", "cell"):
         table = ipython.magics_manager.magics[kind]
         if table.get("lion") is not None and getattr(table["lion"], "__self__", None) is magics:

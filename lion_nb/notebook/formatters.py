@@ -1,4 +1,4 @@
-"""A `Branch` or `Session` as a cell's last expression shows its widget.
+"""A `Branch`, `Session` or batch run as a cell's last expression shows its widget.
 
 ``%load_ext lion_nb`` registers these with IPython's mime-bundle formatter by type name, so
 nothing is imported until such a value is displayed. Where no widget front end exists (a
@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-__all__ = ["FORMATTED_TYPES", "branch_bundle", "session_bundle"]
+__all__ = ["FORMATTED_TYPES", "batch_bundle", "branch_bundle", "session_bundle"]
 
 logger = logging.getLogger("lion_nb.notebook")
 
@@ -40,8 +40,15 @@ def session_bundle(session: Any) -> Any:
     return _widget_bundle(SessionExplorer, session)
 
 
+def batch_bundle(run: Any) -> Any:
+    from ..widgets.progress import BatchProgress
+
+    return _widget_bundle(BatchProgress, run)
+
+
 #: (module, class name, printer) registered on load and removed on unload
 FORMATTED_TYPES = (
     ("lion_nb.session.branch", "Branch", branch_bundle),
     ("lion_nb.session.session", "Session", session_bundle),
+    ("lion_nb.session.batch", "BatchRun", batch_bundle),
 )

@@ -14,9 +14,15 @@ The rule, in the order it is applied to each brace:
    ``{"k": [1, 2]}`` do not parse as expressions, ``{1, 2}`` uses no name, an unmatched
    ``{`` matches nothing.
 
-The text is scanned once, left to right. An inserted value is copied into the result and
-never looked at again, so a variable holding ``"{secret}"`` inserts those eight characters,
-not the value of ``secret`` (the double interpolation that leaks values in other tools).
+The text is scanned once, left to right, in time linear in its length (`_closing_braces`).
+An inserted value is copied into the result and never looked at again, so a variable holding
+``"{secret}"`` inserts those eight characters, not the value of ``secret`` (the double
+interpolation that leaks values in other tools).
+
+Whatever the text, the result is the prompt or a `UsageError`: a value that cannot be turned
+into text, an error whose message cannot be shown, an expression nested too deeply to parse
+(a 100,000-character one) -- each is one line that says what to do, quoting at most 80
+characters of the expression.
 
 Every inserted value is scrubbed of secrets (`lion_nb.models.secrets.scrub`: the keys of the
 process's models and the environment's key variables, each replaced by ``****``). This is the
@@ -29,6 +35,8 @@ from __future__ import annotations
 
 import ast
 import json
+import re
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -39,6 +47,9 @@ from ..models.secrets import scrub
 __all__ = ["format_value", "interpolate"]
 
 _NOT_AN_EXPRESSION = object()
+_BRACE = re.compile(r"\{\{|\}\}|[{}]")
+_SPECIAL = re.compile(r"[{}'\"\\]")
+_SHOWN = 80  # characters of an expression quoted in an error
 
 
 def interpolate(
@@ -48,99 +59,141 @@ def interpolate(
     if "{" not in text and "}" not in text:
         return text
     specials = specials or {}
+    closing = _closing_braces(text)
     out: list[str] = []
-    i, n = 0, len(text)
-    while i < n:
-        ch = text[i]
-        if ch == "{":
-            if text.startswith("{{", i):
-                out.append("{")
-                i += 2
-                continue
-            end = _matching_brace(text, i)
-            if end < 0:
-                out.append("{")
-                i += 1
-                continue
-            value = _resolve(text[i + 1 : end], namespace, specials)
-            out.append(text[i : end + 1] if value is _NOT_AN_EXPRESSION else scrub(value))
-            i = end + 1
-        elif ch == "}":
-            out.append("}")
-            i += 2 if text.startswith("}}", i) else 1
-        else:
-            j = _next_brace(text, i)
-            out.append(text[i:j])
-            i = j
+    i = 0
+    while (found := _BRACE.search(text, i)) is not None:
+        start, token = found.start(), found.group()
+        out.append(text[i:start])
+        i = found.end()
+        if token != "{":  # "{{", "}}" and a lone "}" stand for one brace
+            out.append(token[0])
+            continue
+        end = closing.get(start, -1)
+        if end < 0:  # unmatched: a literal brace
+            out.append("{")
+            continue
+        value = _resolve(text[start + 1 : end], namespace, specials)
+        out.append(text[start : end + 1] if value is _NOT_AN_EXPRESSION else scrub(value))
+        i = end + 1
+    out.append(text[i:])
     return "".join(out)
 
 
-def _next_brace(text: str, start: int) -> int:
-    a, b = text.find("{", start), text.find("}", start)
-    candidates = [k for k in (a, b) if k >= 0]
-    return min(candidates) if candidates else len(text)
+def _closing_braces(text: str) -> dict[int, int]:
+    """For each ``{`` in ``text``: the index of the ``}`` that closes it (nesting and quotes
+    aware), or -1.
 
-
-def _matching_brace(text: str, start: int) -> int:
-    """Index of the ``}`` closing the ``{`` at ``start`` (nesting and quotes aware), or -1."""
-    depth, quote, i = 0, "", start
-    while i < len(text):
-        ch = text[i]
-        if quote:
+    Scanning forward from every ``{`` costs quadratic time when many are unmatched (a 40 KB
+    cell took half a minute), so the scans are computed together, right to left, in linear
+    time. A scan's outcome from a position depends only on that position and whether it is
+    inside a quote, so ``none[k]`` / ``single[k]`` / ``double[k]`` hold the outcome of a scan
+    at the k-th brace, quote or backslash (outside quotes, in ``'...'``, in ``"..."``): the
+    index (into ``marks``) of the closing ``}``, or -1. Other characters change nothing."""
+    marks = [m.start() for m in _SPECIAL.finditer(text)]
+    count = len(marks)
+    none, single, double = [-1] * (count + 1), [-1] * (count + 1), [-1] * (count + 1)
+    for k in range(count - 1, -1, -1):
+        pos, ch = marks[k], text[marks[k]]
+        if ch == "}":
+            none[k] = k
+        elif ch == "{":  # a nested pair: continue after its closing brace
+            inner = none[k + 1]
+            none[k] = -1 if inner < 0 else none[inner + 1]
+        elif ch == "'":
+            none[k] = single[k + 1]
+        elif ch == '"':
+            none[k] = double[k + 1]
+        else:  # a backslash means nothing outside quotes
+            none[k] = none[k + 1]
+        # inside a quote, a backslash skips the next character
+        after_escape = k + 2 if k + 1 < count and marks[k + 1] == pos + 1 else k + 1
+        for state, quote in ((single, "'"), (double, '"')):
             if ch == "\\":
-                i += 2
-                continue
-            if ch == quote:
-                quote = ""
-        elif ch in "'\"":
-            quote = ch
-        elif ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth == 0:
-                return i
-        i += 1
-    return -1
+                state[k] = state[after_escape]
+            elif ch == quote:
+                state[k] = none[k + 1]
+            else:
+                state[k] = state[k + 1]
+    return {
+        pos: (marks[none[k + 1]] if none[k + 1] >= 0 else -1)
+        for k, pos in enumerate(marks)
+        if text[pos] == "{"
+    }
+
+
+def _shown(source: str) -> str:
+    """``source`` as quoted in an error message: at most `_SHOWN` characters."""
+    return source if len(source) <= _SHOWN else source[: _SHOWN - 1] + "…"
 
 
 def _resolve(inner: str, namespace: Mapping[str, Any], specials: Mapping[str, Any]) -> Any:
     source = inner.strip()
     if not source:
         return _NOT_AN_EXPRESSION
+    shown = _shown(source)
     if source.isidentifier():
         if source in namespace:
-            return format_value(namespace[source])
+            return _inserted(shown, namespace[source])
         if source in specials:
-            return format_value(_special(source, specials))
+            return _inserted(shown, _special(source, specials))
         raise UsageError(
-            f"`{{{source}}}`: no variable named `{source}` in the notebook namespace. "
-            f"Define it in a cell above, or write `{{{{{source}}}}}` for literal braces "
+            f"`{{{shown}}}`: no variable named `{shown}` in the notebook namespace. "
+            f"Define it in a cell above, or write `{{{{{shown}}}}}` for literal braces "
             "(`--raw` turns interpolation off for the cell)."
         )
     try:
-        tree = ast.parse(source, mode="eval")
+        with warnings.catch_warnings():  # `{'\d'}` is prose to keep, not code to warn about
+            warnings.simplefilter("ignore")
+            tree = ast.parse(source, mode="eval")
     except (SyntaxError, ValueError):
         return _NOT_AN_EXPRESSION
+    except (MemoryError, RecursionError):  # the parser gives up on very deep nesting
+        raise UsageError(
+            f"`{{{shown}}}` ({len(source):,} characters) is nested too deeply to read as an "
+            "expression. Compute it in a cell above and write `{name}`, or double the braces "
+            "for literal text (`--raw` turns interpolation off for the cell)."
+        ) from None
     if not any(isinstance(node, ast.Name) for node in ast.walk(tree)):
         return _NOT_AN_EXPRESSION
     scope = {k: v for k, v in specials.items() if k not in namespace}
     try:
         value = eval(compile(tree, "<lion prompt>", "eval"), dict(namespace), scope)
     except NameError as exc:
-        name = getattr(exc, "name", None) or str(exc)
+        name = _shown(str(getattr(exc, "name", None) or _describe(exc)))
         raise UsageError(
-            f"`{{{source}}}`: no variable named `{name}` in the notebook namespace. Define "
+            f"`{{{shown}}}`: no variable named `{name}` in the notebook namespace. Define "
             "it in a cell above, or double the braces for literal text."
         ) from None
     except UsageError:
         raise
-    except Exception as exc:
+    except Exception as exc:  # RecursionError and MemoryError included
         raise UsageError(
-            f"`{{{source}}}` could not be evaluated: {type(exc).__name__}: {exc}. Fix the "
+            f"`{{{shown}}}` could not be evaluated: {_describe(exc)}. Fix the "
             "expression, or double the braces for literal text."
         ) from None
-    return format_value(value)
+    return _inserted(shown, value)
+
+
+def _inserted(shown: str, value: Any) -> str:
+    """``value`` as text for the prompt; a value that cannot be shown is a `UsageError`."""
+    try:
+        return format_value(value)
+    except Exception as exc:
+        raise UsageError(
+            f"`{{{shown}}}`: the value could not be turned into text ({_describe(exc)}). "
+            f"Insert something printable, e.g. `{{repr({shown})}}` or an attribute of it."
+        ) from None
+
+
+def _describe(exc: BaseException) -> str:
+    """``TypeName: message`` of an error, bounded, even when its message cannot be made."""
+    try:
+        message = str(exc)
+    except Exception:
+        message = "(its message could not be shown)"
+    message = message if len(message) <= 300 else message[:299] + "…"
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
 
 
 def _special(name: str, specials: Mapping[str, Any]) -> Any:

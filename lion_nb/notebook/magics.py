@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import warnings
 from typing import Any
 
+from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
-from traitlets import Bool, Dict, Enum, Float, Int, TraitError, Unicode
+from traitlets import Bool, Dict, Enum, Float, Int, TraitError, Unicode, validate
 
 from .options import (
     FORMATS,
@@ -49,9 +51,13 @@ ENV = {
     "signal_log_size": "LION_NB_SIGNAL_LOG",
     "await_cells": "LION_NB_AWAIT",
     "save_path": "LION_NB_SAVE_PATH",
+    "autosave": "LION_NB_AUTOSAVE",
+    "store_path": "LION_NB_STORE",
+    "restore_on_load": "LION_NB_RESTORE",
 }
 
 _TURN_PARSER = turn_parser("%lion")
+_MAX_SIGNAL_LOG = 10_000_000
 
 
 @magics_class
@@ -92,6 +98,62 @@ class LionMagics(Magics):
     save_path = Unicode("lion_session.json", help="File used by `%lion save` / `%lion load`.").tag(
         config=True
     )
+    autosave = Bool(
+        True, help="Save the notebook's Session to the session store as each message is recorded."
+    ).tag(config=True)
+    store_path = Unicode(
+        "",
+        help="The session store: a .db file or a folder ('' = .lion_nb/sessions.db in the "
+        "working directory).",
+    ).tag(config=True)
+    restore_on_load = Bool(
+        False, help="On `%load_ext lion_nb`, restore this notebook's latest saved session."
+    ).tag(config=True)
+
+    @validate("max_updates_per_second")
+    def _check_rate(self, proposal: Any) -> float:
+        value = proposal["value"]
+        if not math.isfinite(value) or value <= 0:
+            raise TraitError(
+                f"`max_updates_per_second` is a number of display updates a second above 0 "
+                f"(e.g. 20), not {value!r}."
+            )
+        return value
+
+    @validate("signal_log_size")
+    def _check_log_size(self, proposal: Any) -> int:
+        value = proposal["value"]
+        if not 1 <= value <= _MAX_SIGNAL_LOG:
+            raise TraitError(
+                f"`signal_log_size` is how many signals to keep: from 1 to {_MAX_SIGNAL_LOG:,} "
+                f"(e.g. 1000), not {value}."
+            )
+        return value
+
+    @validate("default_model")
+    def _check_default_model(self, proposal: Any) -> str:
+        from .options import check_model_spec
+
+        try:
+            return check_model_spec(proposal["value"].strip(), "default_model")
+        except UsageError as exc:
+            raise TraitError(str(exc)) from None
+
+    @validate("aliases")
+    def _check_aliases(self, proposal: Any) -> dict:
+        from .options import check_model_spec
+
+        for name, spec in proposal["value"].items():
+            if not isinstance(name, str) or not isinstance(spec, str) or "/" not in spec:
+                raise TraitError(
+                    f"alias `{name}`: an alias maps a name to a `provider/model` string, "
+                    f"e.g. {{'fast': 'openai/gpt-4o-mini'}}; got {spec!r}."
+                )
+            try:
+                check_model_spec(spec, f"alias {name}")
+            except UsageError as exc:
+                raise TraitError(str(exc)) from None
+        return proposal["value"]
 
     def __init__(self, shell: Any = None, **kwargs: Any):
         super().__init__(shell=shell, **kwargs)
@@ -158,6 +220,11 @@ class LionMagics(Magics):
         """Interpolate, plan and run one turn; with ``--bg``, return its handle at once."""
         from .turn import prepare, run_foreground
 
+        if opts.map_over is not None or opts.compare:  # one turn per item / per model
+            from .batch_cells import run_batch_cell
+
+            opts, body = _scrubbed(opts, body)
+            return await run_batch_cell(self, opts, body, cell_value=cell_value)
         if opts.bg:
             return self.start_background(opts, body, cell_value=cell_value)
         opts, body = _scrubbed(opts, body)
@@ -169,6 +236,10 @@ class LionMagics(Magics):
         from .turn import prepare, start_background_turn
 
         opts, body = _scrubbed(opts, body)
+        if opts.map_over is not None:
+            from .batch_cells import start_batch_cell
+
+            return start_batch_cell(self, opts, body, cell_value=cell_value)
         plan, view = prepare(self, opts, body)
         return start_background_turn(self, plan, view, cell_value=cell_value)
 
@@ -176,9 +247,9 @@ class LionMagics(Magics):
     @no_var_expand
     @line_magic("lion")
     def lion_line(self, line: str) -> Any:
-        """Manage the notebook's Session: ``%lion SUBCOMMAND [options]``.
+        """Manage the notebook's Session: `%lion SUBCOMMAND [options]`.
 
-        Subcommands (``%lion help NAME`` or ``%lion NAME -h`` shows each one's options)::
+        Subcommands (`%lion help NAME` or `%lion NAME -h` shows each one's options):
 
           ask        run a turn from one line (the options of %%lion)
           branches   list the branches (ls)        switch   make one active (use)
@@ -188,10 +259,14 @@ class LionMagics(Magics):
           model      set a branch's model          alias    list/set/remove aliases
           tool       register notebook functions   operation  register an async function
           explain    explain the last error        runs / cancel  background runs
-          save/load  a JSON file                   reset    clear a branch (--all: all)
+          save/load  a JSON file; load alone: the store   reset    clear a branch (--all: all)
+          sessions   saved sessions (--delete ID)  autosave  on, off, or its status
+          export     a branch as JSON, Markdown or a DataFrame
           config     show or set LionMagics options
+          extend     load an extension (a module or .py file); alone: list them
+          cassette   record/replay every model call via a .jsonl file (--mode)
 
-        Examples::
+        Examples:
 
           %lion branches
           %lion new critic -s "Be harsh." -m openai/gpt-4o-mini

@@ -25,6 +25,8 @@ __all__ = [
     "OPTION_STRINGS",
     "POLICIES",
     "TurnOptions",
+    "check_model_spec",
+    "help_formatter",
     "parse_with_hint",
     "resolve_model",
     "resolve_response_format",
@@ -41,7 +43,7 @@ FORMATS = ("markdown", "code", "json", "html", "text")
 _NO_TOOL_OPERATIONS = ("chat", "communicate", "run", "interpret", "parse")
 
 TURN_EXAMPLES = """
-Examples::
+Examples:
 
   %%lion
   Summarize {df.describe()} in three bullet points.
@@ -64,15 +66,28 @@ written; {{ and }} are literal braces; --raw turns interpolation off.
 """
 
 
+def help_formatter() -> type:
+    """IPython's magic help formatter, with a plain ``usage:`` line instead of its
+    reStructuredText ``::`` block (the help is read in a notebook, not rendered by Sphinx)."""
+    from IPython.core.magic_arguments import MagicHelpFormatter
+
+    class HelpFormatter(MagicHelpFormatter):
+        def add_usage(self, usage: Any, actions: Any, groups: Any, prefix: Any = None) -> None:
+            super().add_usage(usage, actions, groups, "usage: %")
+
+    return HelpFormatter
+
+
 def turn_parser(prog: str, *, prompt: bool = False) -> Any:
     """The options of a turn (``%%lion`` and ``%lion ask``), as an IPython magic parser."""
-    from IPython.core.magic_arguments import MagicArgumentParser, MagicHelpFormatter
+    from IPython.core.magic_arguments import MagicArgumentParser
 
+    where = "the line's prompt" if prompt else "the cell"
     p = MagicArgumentParser(
         prog=prog,
-        description="Run the cell as an instruction on a branch of the notebook's Session.",
+        description=f"Run {where} as an instruction on a branch of the notebook's Session.",
         epilog=TURN_EXAMPLES,
-        formatter_class=MagicHelpFormatter,
+        formatter_class=help_formatter(),
     )
     add = p.add_argument
     add(
@@ -109,7 +124,7 @@ def turn_parser(prog: str, *, prompt: bool = False) -> Any:
         "--tools",
         metavar="FUNCS",
         action="append",
-        help="notebook functions the model may call, comma-separated or repeated (implies --op operate)",
+        help="notebook functions the model may call in this turn, comma-separated or repeated (implies --op operate; `%%lion tool` keeps tools on a branch)",
     )
     add(
         "-o",
@@ -148,6 +163,19 @@ def turn_parser(prog: str, *, prompt: bool = False) -> Any:
         type=int,
         help="ReAct: extra reasoning rounds, 0 or more (default 3)",
     )
+    add(
+        "--map",
+        metavar="ITERABLE",
+        help="run the cell once per item of ITERABLE (a name or expression: a list, a DataFrame...), "
+        "each on its own clone of the branch, concurrently; {item}, {item[key]}, {item.attr} and "
+        "{index} are filled in per item",
+    )
+    add(
+        "--compare",
+        metavar="MODELS",
+        help="run the cell once per model (comma-separated), on sibling clones of the branch, "
+        "concurrently, and show the answers side by side",
+    )
     add("-h", "--help", action="store_true", help="show this help")
     if prompt:
         add("prompt", nargs="*", help="the instruction")
@@ -168,6 +196,8 @@ OPTION_STRINGS = [
     "--policy",
     "--raw",
     "--max-extensions",
+    "--map",
+    "--compare",
     "--help",
 ]
 
@@ -190,6 +220,8 @@ class TurnOptions:
     raw: bool = False
     extensions: int | None = None
     prompt: str = ""  # ``%lion ask``: the instruction given on the line
+    map_over: str | None = None  # ``--map``: the expression giving the items
+    compare: list[str] = field(default_factory=list)  # ``--compare``: model specs
 
     @classmethod
     def from_args(cls, args: Any, *, default_format: str) -> TurnOptions:
@@ -211,6 +243,10 @@ class TurnOptions:
             raw=args.raw,
             extensions=args.max_extensions,
             prompt=" ".join(getattr(args, "prompt", None) or ()),
+            map_over=getattr(args, "map", None),
+            compare=[
+                m.strip() for m in (getattr(args, "compare", None) or "").split(",") if m.strip()
+            ],
         )
         opts.check()
         return opts
@@ -242,6 +278,10 @@ class TurnOptions:
                 f"`--max-extensions {self.extensions}`: the number of extra reasoning rounds "
                 "is 0 or more, e.g. `--max-extensions 2` (0: no extra round)."
             )
+        if self.map_over is not None or self.compare:
+            from .batch_cells import check_options
+
+            check_options(self)
 
 
 def validate_name(name: str, option: str) -> str:
@@ -289,11 +329,14 @@ def parse_with_hint(parser: Any, line: str, magic: str, options: list[str]) -> A
         hint = f"See `{magic}?` for every option."
         unknown = re.search(r"unrecognized arguments: (.*)", message)
         if unknown:
-            bad = unknown.group(1).split()[0]
+            words = unknown.group(1).split()
+            bad = words[0] if words else unknown.group(1)  # an empty or blank argument
             close = difflib.get_close_matches(bad, options, n=1, cutoff=0.6)
             if close:
                 hint = f"Did you mean `{close[0]}`? " + hint
-            message = f"unknown option `{bad}`"
+            message = (
+                f"unknown option `{bad}`" if bad.startswith("-") else f"unexpected argument {bad!r}"
+            )
         raise UsageError(f"`{magic} {line.strip()}`: {message}. {hint}") from None
 
 
@@ -304,12 +347,18 @@ def resolve_response_format(name: str, namespace: Mapping[str, Any]) -> type:
     obj: Any = namespace.get(name)
     if obj is None and "." in name:
         module_name, _, attr = name.rpartition(".")
+        if not all(part.isidentifier() for part in name.split(".")):
+            raise UsageError(
+                f"`--response-format {name}`: not a name or a dotted import path. Give the "
+                "name of a pydantic model in the notebook, or a path such as `mypkg.models.Summary`."
+            )
         try:
             obj = getattr(importlib.import_module(module_name), attr)
-        except (ImportError, AttributeError) as exc:
+        except Exception as exc:  # importing runs the module's code: anything can fail
             raise UsageError(
                 f"`--response-format {name}`: cannot import `{attr}` from `{module_name}` "
-                f"({exc}). Check the dotted path, or define the model in a cell above."
+                f"({type(exc).__name__}: {exc}). Check the dotted path, or define the model in "
+                "a cell above."
             ) from None
     if obj is None:
         raise UsageError(
@@ -356,6 +405,7 @@ def resolve_model(spec: str, namespace: Mapping[str, Any], aliases: Mapping[str,
     if isinstance(obj, iModel):
         return obj
     target = aliases.get(spec, spec)
+    check_model_spec(target, f"--model {spec}")
     if "/" not in target:
         known = ", ".join(f"`{a}`" for a in sorted(aliases)) or "none set"
         raise UsageError(
@@ -367,3 +417,13 @@ def resolve_model(spec: str, namespace: Mapping[str, Any], aliases: Mapping[str,
         return iModel(model=target)
     except ConfigurationError as exc:
         raise UsageError(f"`--model {spec}`: {exc}") from None
+
+
+def check_model_spec(spec: str, where: str) -> str:
+    """``spec`` unless it is a ``provider/model`` string missing either part (``openai/``)."""
+    if "/" in spec and not all(part.strip() for part in spec.split("/", 1)):
+        raise UsageError(
+            f"`{where}`: `{spec}` needs both a provider and a model name, e.g. "
+            "`openai/gpt-4o-mini` or `offline/auto`."
+        )
+    return spec

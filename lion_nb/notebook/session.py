@@ -104,6 +104,12 @@ class NotebookState:
             branch.name = self.default_branch_name
         self.active = branch.name
         self._subscription = session.observe(Signal, self.signals.append)
+        from .autoload import autoload
+
+        autoload(session)  # installed entry-point extensions; each broken one is a warning
+        from .persistence import session_attached
+
+        session_attached(self, session)  # autosave follows the new Session (when loaded)
 
     def resize_signal_log(self, size: int) -> None:
         self.signals = deque(self.signals, maxlen=max(1, size))

@@ -10,6 +10,11 @@ replaced timeline gets a fresh provider session.
 
 ``-b NAME`` applies to its cell only: cells without it use the active branch, which changes
 with ``%lion switch`` / ``new`` / ``clone`` -- and when a re-run forks the active branch.
+So does ``-t``: the cell's tools are offered to its turn and taken off the branch when the
+turn ends (a tool for every later turn is what ``%lion tool`` registers). An ``operate`` turn
+whose model only called tools gets one follow-up exchange, tools off, that answers from
+their results: the cell's value is the answer (text, or the ``-r`` model's instance), never
+operate's record of the calls. ``-f code`` asks the model for Python code (`CODE_GUIDANCE`).
 
 Running streams text fragments and recorded messages to the turn's view, tags every message
 the turn recorded with its cell, and leaves the conversation as the operation left it: a
@@ -290,26 +295,78 @@ def _model_for_turn(branch: Any, model: Any) -> Iterator[None]:
 
 
 def _offer_tools(branch: Any, tools: list[Any]) -> list[str] | None:
-    """Register the cell's tools on the branch (replacing an older definition of the same
-    name: redefining a function and re-running the cell is the notebook way) and return
-    their names; ``None`` when the cell names none."""
+    """Register the cell's tools on the branch for this turn (replacing an older definition
+    of the same name: redefining a function and re-running the cell is the notebook way) and
+    return their names; ``None`` when the cell names none. `_tools_for_turn` undoes it."""
     if not tools:
         return None
     return [branch.acts.register_tool(func, update=True).name for func in tools]
 
 
+@contextlib.contextmanager
+def _tools_for_turn(branch: Any, funcs: list[Any]) -> Iterator[None]:
+    """Keep the cell's tools (``-t``) on the branch for this turn only: afterwards every tool
+    the turn registered for them is removed, or the definition it replaced is put back.
+    Tools registered meanwhile for other functions (``%lion tool``) stay."""
+    if not funcs:
+        yield
+        return
+    acts = branch.acts
+    saved = dict(acts.registry)
+    try:
+        yield
+    finally:
+        for name, tool in list(acts.registry.items()):
+            if saved.get(name) is tool or not any(tool.func_callable is f for f in funcs):
+                continue
+            if name in saved:
+                acts.register_tool(saved[name], update=True)
+            else:
+                acts.remove_tool(name)
+
+
+#: the follow-up of an exchange that only called tools: the answer comes from their results
+ANSWER_FROM_TOOLS = "Answer the request above, using the tool results."
+#: what ``--format code`` asks of the model: the answer goes into a code cell
+CODE_GUIDANCE = "Answer with Python code only, in one ```python fenced block."
+
+
+def _tools_only(result: Any) -> bool:
+    """Whether operate's result is its shape for an exchange that called tools but gave no
+    answer yet (text beside tool calls is a preamble, not the answer)."""
+    return isinstance(result, dict) and {"response", "action_responses"} <= set(result)
+
+
+async def _operate(branch: Any, text: str, rf: Any, names: list[str] | None, guidance: Any) -> Any:
+    """``operate``, then -- when the model only called tools -- one follow-up exchange without
+    tools that answers from their results, so the cell shows the answer (an instance of
+    ``rf`` when given), not operate's record of the calls. One observed run."""
+    from ..session.lifecycle import observed_run
+
+    actions = bool(names) or bool(branch.tools)  # tools registered with `%lion tool` too
+
+    async def exchange() -> Any:
+        result = await branch.operate(
+            instruction=text, guidance=guidance, response_format=rf, actions=actions, tools=names
+        )
+        if actions and _tools_only(result):
+            return await branch.communicate(
+                ANSWER_FROM_TOOLS, guidance=guidance, response_format=rf
+            )
+        return result
+
+    return await observed_run(branch, exchange(), "operate")
+
+
 async def _call(plan: TurnPlan, view: Any, session: Any) -> Any:
     branch, text, rf, op = plan.branch, plan.text, plan.response_format, plan.op
+    guidance = CODE_GUIDANCE if plan.options.fmt == "code" else None
     if op == "communicate":
-        return await branch.communicate(text, response_format=rf)
+        return await branch.communicate(text, guidance=guidance, response_format=rf)
     if op == "chat":
-        return await branch.chat(text, response_format=rf)
+        return await branch.chat(text, guidance=guidance, response_format=rf)
     if op == "operate":
-        names = _offer_tools(branch, plan.tools)
-        actions = bool(names) or bool(branch.tools)  # tools registered with `%lion tool` too
-        return await branch.operate(
-            instruction=text, response_format=rf, actions=actions, tools=names
-        )
+        return await _operate(branch, text, rf, _offer_tools(branch, plan.tools), guidance)
     if op == "ReAct":
         kw: dict[str, Any] = {"tools": _offer_tools(branch, plan.tools), "response_format": rf}
         if plan.options.extensions is not None:
@@ -352,7 +409,11 @@ async def execute(plan: TurnPlan, view: Any, session: Any) -> Any:
     before = set(branch.messages.keys())
     subscription = branch.observe(MessageAdded, on_message)
     try:
-        with streaming_to(view.text), _model_for_turn(branch, plan.model):
+        with (
+            streaming_to(view.text),
+            _model_for_turn(branch, plan.model),
+            _tools_for_turn(branch, plan.tools),
+        ):
             result = await _call(plan, view, session)
     except BaseException as exc:
         import anyio
@@ -364,6 +425,9 @@ async def execute(plan: TurnPlan, view: Any, session: Any) -> Any:
         subscription.cancel()
         new = [m for m in branch.messages if m.id not in before]
         cells.tag_messages(new, plan.cell, plan.turn_id)
+        from .persistence import checkpoint
+
+        checkpoint(session)  # the tags reach the session store now, not after the cell
     view.finish(result)
     return result
 

@@ -21,6 +21,7 @@ _EXPORTS = {
     "ReAct": "lion_nb.operations.react",
     "ReActStream": "lion_nb.operations.react",
     "Operation": "lion_nb.operations.node",
+    "BranchOperations": "lion_nb.operations.node",
     "Flow": "lion_nb.operations.flow",
     "FlowResult": "lion_nb.operations.flow",
     "OperationManager": "lion_nb.operations.manager",

@@ -16,7 +16,9 @@ message names the registered tools), bad arguments or an exception inside the to
 `ActionResponse` with ``is_error=True``. With ``suppress_errors=False`` the responses are
 still all recorded, then the first failed one (in request order) raises `ExecutionError`
 carrying every response in ``.action_responses``. Cancellation is not a failure: it
-propagates.
+propagates, but only after every request has its response recorded -- the real one for a
+call that finished, an error response marked ``metadata["cancelled"]`` for one that had
+not -- so that the history stays a valid tool-call batch for every provider.
 """
 
 from __future__ import annotations
@@ -140,13 +142,17 @@ async def act(branch: Branch, action_request: Any, param: ActionParam) -> list[A
     async def run_one(index: int, request: ActionRequest) -> None:
         responses[index] = await branch.acts.invoke(request)
 
-    if param.strategy == "sequential" or len(requests) == 1:
-        for index, request in enumerate(requests):
-            await run_one(index, request)
-    else:
-        async with anyio.create_task_group() as tg:
+    try:
+        if param.strategy == "sequential" or len(requests) == 1:
             for index, request in enumerate(requests):
-                tg.start_soon(run_one, index, request)
+                await run_one(index, request)
+        else:
+            async with anyio.create_task_group() as tg:
+                for index, request in enumerate(requests):
+                    tg.start_soon(run_one, index, request)
+    except BaseException as exc:  # cancelled (or interrupted) while tools ran
+        _record_unfinished(branch, requests, responses, exc)
+        raise
 
     done: list[ActionResponse] = []
     for request, response in zip(requests, responses, strict=True):
@@ -159,6 +165,41 @@ async def act(branch: Branch, action_request: Any, param: ActionParam) -> list[A
             status = "failed" if response.is_error else "ok"
             logger.info("tool `%s` %s: %s", request.function, status, response.rendered[:200])
 
+    return _check_failures(done, param)
+
+
+def _record_unfinished(
+    branch: Branch,
+    requests: list[ActionRequest],
+    responses: list[ActionResponse | None],
+    exc: BaseException,
+) -> None:
+    """Record a response for every request, so the history stays a valid tool-call batch.
+
+    What finished is recorded as it came back; a call that was still running gets an error
+    response saying it was cancelled. Without this, the recorded requests would have no
+    results, and the next request of an OpenAI-style API would be refused as malformed.
+    Recording is synchronous, so it happens even while the cancellation propagates.
+    """
+    what = "cancelled" if isinstance(exc, anyio.get_cancelled_exc_class()) else "interrupted"
+    for request, response in zip(requests, responses, strict=True):
+        if response is None:
+            response = ActionResponse(
+                function=request.function,
+                arguments=dict(request.arguments),
+                output={"error": f"The call was {what} before it finished; it has no result."},
+                call_id=request.call_id,
+                action_request_id=str(request.id),
+                is_error=True,
+                metadata={"cancelled": True},
+            )
+            request.action_response_id = str(response.id)
+        response.sender = request.function
+        response.recipient = str(branch.id)
+        branch.msgs.add_message(action_response=response)
+
+
+def _check_failures(done: list[ActionResponse], param: ActionParam) -> list[ActionResponse]:
     if not param.suppress_errors:
         failed = next((r for r in done if r.is_error), None)
         if failed is not None:

@@ -136,7 +136,7 @@ async def chat(
 ) -> tuple[Instruction, AssistantResponse] | str:
     """Call the model once; record nothing. See the module docstring."""
     ins = make_instruction(branch, instruction, chat_param)
-    imodel = chat_param.imodel or branch.chat_model
+    imodel = branch.chat_model if chat_param.imodel is None else chat_param.imodel
     try:
         injection = None
         if branch._providers:
@@ -172,6 +172,8 @@ def _to_assistant_response(branch: Branch, imodel: Any, response: Any) -> Assist
         metadata["tool_calls"] = [
             {"id": c.id, "name": c.name, "arguments": c.arguments} for c in response.tool_calls
         ]
+    if getattr(response, "notes", None):
+        metadata["notes"] = list(response.notes)
     return AssistantResponse(
         response=response.text or "",
         sender=str(branch.id),
@@ -191,6 +193,8 @@ def _log_call(branch: Branch, imodel: Any, call: Any) -> None:
     }
     if call.response is not None:
         entry["usage"] = call.response.usage
+        if getattr(call.response, "notes", None):
+            entry["notes"] = list(call.response.notes)
     if call.error is not None:
         from ..models.secrets import redact
 

@@ -42,7 +42,7 @@ async def interpret(branch: Branch, text: str, param: InterpretParam) -> str:
     """``text`` rewritten as a clear prompt (see the module docstring)."""
     from ..models.endpoints import ChatRequest
 
-    imodel = param.imodel or branch.parse_model
+    imodel = branch.parse_model if param.imodel is None else param.imodel
     request = ChatRequest(
         messages=[
             {"role": "system", "content": _SYSTEM},

@@ -31,9 +31,31 @@ from ..protocols.element import Element
 if TYPE_CHECKING:
     from ..session.branch import Branch
 
-__all__ = ["Operation", "OperationStatus", "call_operation", "resolve_operation"]
+__all__ = [
+    "BranchOperations",
+    "Operation",
+    "OperationStatus",
+    "call_operation",
+    "resolve_operation",
+]
 
 OperationStatus = Literal["pending", "running", "completed", "failed", "skipped"]
+
+#: The operation names ADR-0021 D1 lists, as a typing aid for ``Operation.operation``: not a
+#: closed registry. It names ``select`` (no Branch method; it resolves only when a session
+#: registers it) and omits ``run`` and ``chat_and_record`` (Branch methods, so they resolve),
+#: which is why the field is ``BranchOperations | str``.
+BranchOperations = Literal[
+    "chat",
+    "operate",
+    "communicate",
+    "parse",
+    "ReAct",
+    "select",
+    "interpret",
+    "act",
+    "ReActStream",
+]
 
 
 def resolve_operation(branch: Branch, operation: str) -> Callable[..., Any] | None:
@@ -90,7 +112,7 @@ class Operation(Element):
     After `invoke`, ``status``, ``result``, ``error`` and the timing fields tell what happened.
     """
 
-    operation: str
+    operation: BranchOperations | str
     parameters: dict[str, Any] = Field(default_factory=dict)
     branch_id: str | None = None
     name: str | None = None

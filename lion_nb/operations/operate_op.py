@@ -170,13 +170,13 @@ def prepare_operate_kw(
         images=images,
         image_detail=image_detail,
         include_token_usage_to_model=include_token_usage_to_model,
-        imodel=chat_model or branch.chat_model,
+        imodel=branch.chat_model if chat_model is None else chat_model,
         imodel_kw=kwargs,
     )
     parse_param = ParseParam(
         response_format=response_format,
         handle_validation=handle_validation,
-        imodel=parse_model or branch.parse_model,
+        imodel=branch.parse_model if parse_model is None else parse_model,
         max_retries=clamp_parse_retries(num_parse_retries),
     )
     return {
@@ -291,7 +291,7 @@ async def operate(
     handle_validation: Literal["raise", "return_value", "return_none"] = "return_value",
 ) -> Any:
     """One coordinated exchange; see the module docstring for the steps and the result."""
-    imodel = chat_param.imodel or branch.chat_model
+    imodel = branch.chat_model if chat_param.imodel is None else chat_param.imodel
     response_format = chat_param.response_format
     if response_format is None and parse_param is not None:
         response_format = parse_param.response_format
@@ -307,7 +307,7 @@ async def operate(
     chat_param = chat_param.with_(**changes)
     mid_parse = None
     if target is not None:
-        base = parse_param or ParseParam(imodel=branch.parse_model)
+        base = parse_param if parse_param is not None else ParseParam(imodel=branch.parse_model)
         mid_parse = base.with_(response_format=target)
     if middle is None:
         if imodel.is_cli:

@@ -387,7 +387,7 @@ async def _ask_parse_model(
     from ..models.endpoints import ChatRequest
     from .chat_op import response_format_spec
 
-    imodel = param.imodel or branch.parse_model
+    imodel = branch.parse_model if param.imodel is None else param.imodel
     spec = response_format_spec(target)
     user = (
         f"Rewrite the text below as JSON matching the schema `{spec['name']}`.\n\n"
@@ -432,7 +432,7 @@ async def parse_with_details(branch: Branch, text: Any, param: ParseParam) -> tu
         problem = _explain(exc)
     source = text if isinstance(text, str) else json.dumps(text, default=str, ensure_ascii=False)
     attempts = 0
-    imodel = param.imodel or branch.parse_model
+    imodel = branch.parse_model if param.imodel is None else param.imodel
     cli_parser = bool(getattr(imodel, "is_cli", False))
     if cli_parser:  # a CLI agent cannot answer a one-shot rewrite request
         problem += (

@@ -139,7 +139,7 @@ async def ReActStream(
             domain=interpret_domain,
             style=interpret_style,
             sample_writing=interpret_sample,
-            imodel=chat_model or branch.chat_model,
+            imodel=branch.chat_model if chat_model is None else chat_model,
         )
         with nested_turns(branch):
             ins["instruction"] = await rewrite(branch, str(ins["instruction"]), param)

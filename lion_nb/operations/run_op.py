@@ -19,7 +19,9 @@ provider's `StreamChunk`s into messages, recording each before yielding it:
   as one assistant turn).
 - ``tool_use`` becomes an `ActionRequest`; the ``tool_result`` with the same ``tool_id``
   becomes its `ActionResponse` (linked both ways). Results for unknown or already answered
-  ids are ignored: the agent ran its own tools, nothing is executed here.
+  ids are ignored: the agent ran its own tools, nothing is executed here. A call still
+  without a result when the run ends (stopped, failed, cancelled) gets an error response
+  marked ``metadata["cancelled"]``, so the history stays valid for API models.
 - A ``result`` always closes the pending answer with the result's metadata (usage, cost,
   session id, ...) merged into it; with no text pending, an empty `AssistantResponse`
   carries it. So a completed run ends with the answer that holds its usage and cost.
@@ -51,7 +53,8 @@ Persistence (``stream_persist=True`` only): a branch snapshot ``<branch id>.json
 ``snapshot_dir`` (default ``persist_dir``) is written once the instruction is recorded and
 rewritten at cleanup; every chunk is appended to ``<branch id>.<run id>.buffer.jsonl`` in
 ``persist_dir`` as it arrives. The buffer is removed once the final snapshot is written; if
-that write fails the buffer stays, as the record of what the run received.
+that write fails the buffer stays, as the record of what the run received. ``persist_dir``
+defaults to ``runs/`` in the session store's folder (`RunParam`), never the working directory.
 """
 
 from __future__ import annotations
@@ -325,6 +328,9 @@ class _Text:
         return bool(self.parts)
 
 
+_UNREPORTED = "The agent went on without reporting this call's result."
+
+
 class _Turn:
     """One run's pending answer and tool calls; records every message it produces."""
 
@@ -356,17 +362,43 @@ class _Turn:
             return self._response(chunk)
         elif kind == "result":
             self.usage = chunk.metadata.get("usage")
-            return [self._answer(dict(chunk.metadata))]
+            return [*self._close_calls(_UNREPORTED), self._answer(dict(chunk.metadata))]
         return []
 
     def flush(self) -> list[RoledMessage]:
-        """The pending answer, if anything is pending."""
-        return [self._answer({})] if self.text or self.thinking else []
+        """The pending answer, if anything is pending (after closing calls left open)."""
+        if not (self.text or self.thinking):
+            return []
+        return [*self._close_calls(_UNREPORTED), self._answer({})]
 
     def flush_partial(self) -> None:
-        """Record what is pending when it can no longer be yielded."""
+        """Record what is pending when it can no longer be yielded: first a response for
+        every call whose result never came, then the pending text."""
+        self._close_calls("The run ended before this call's result arrived.")
         if self.text or self.thinking:
             self._answer({"partial": True})
+
+    def _close_calls(self, why: str) -> list[RoledMessage]:
+        """An error response for every call still without a result, recorded before anything
+        else is: an API model reading this history later needs each call's result right
+        after the call."""
+        closed: list[RoledMessage] = []
+        for request in self.requests.values():
+            if request.action_response_id is None:
+                response = ActionResponse(
+                    function=request.function,
+                    arguments=dict(request.arguments),
+                    output={"error": why},
+                    is_error=True,
+                    call_id=request.call_id,
+                    action_request_id=str(request.id),
+                    sender=self.imodel.provider,
+                    recipient=str(self.branch.id),
+                    metadata={"cancelled": True},
+                )
+                request.action_response_id = str(response.id)
+                closed.append(self.record(action_response=response))
+        return closed
 
     def _answer(self, extra: dict[str, Any]) -> AssistantResponse:
         metadata: dict[str, Any] = {"model": f"{self.imodel.provider}/{self.imodel.model}"}

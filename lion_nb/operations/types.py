@@ -33,12 +33,12 @@ __all__ = [
 
 
 def default_persist_dir() -> Path:
-    """Where run buffers go when persisting is asked for: ``$LION_HOME/runs`` or
-    ``~/.lion_nb/runs``. Nothing is written there unless ``stream_persist=True``."""
-    import os
+    """Where run buffers go when persisting is asked for: ``runs/`` in the session store's
+    folder (``.lion_nb/runs`` beside the notebook, or under ``LION_NB_STORE``; see
+    `lion_nb.store.location`). Nothing is written there unless ``stream_persist=True``."""
+    from ..store.location import store_dir
 
-    home = os.environ.get("LION_HOME")
-    return (Path(home) if home else Path.home() / ".lion_nb") / "runs"
+    return store_dir() / "runs"
 
 
 @dataclass(slots=True, frozen=True, kw_only=True)

@@ -32,6 +32,7 @@ from pydantic.fields import FieldInfo
 
 from ..errors import ItemExistsError, ItemNotFoundError
 from ._docstrings import docstring_of, first_paragraph, param_docs
+from .jsonsafe import text_of
 from .messages import ActionRequest, ActionResponse
 
 __all__ = ["ActionManager", "Tool"]
@@ -312,7 +313,7 @@ class ActionManager:
             is_error = False
         except Exception as exc:
             logger.debug("tool `%s` failed", request.function, exc_info=True)
-            output, is_error = {"error": f"{type(exc).__name__}: {exc}"}, True
+            output, is_error = {"error": f"{type(exc).__name__}: {text_of(exc)}"}, True
         response = ActionResponse(
             function=request.function,
             arguments=dict(request.arguments),
@@ -382,7 +383,10 @@ def _name_of(tool: Any) -> str:
 def _plain(value: Any) -> Any:
     """Tool output as plain data: pydantic models become dicts, tuples lists."""
     if isinstance(value, BaseModel):
-        return value.model_dump(mode="json")
+        try:
+            return value.model_dump(mode="json")
+        except Exception:  # bytes or unknown objects inside: the response makes them plain
+            return value
     if isinstance(value, dict):
         return {k: _plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

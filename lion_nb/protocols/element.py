@@ -43,4 +43,6 @@ def to_id(ref: IDLike) -> UUID:
             return UUID(ref)
         except ValueError:
             pass
-    raise ValueError(f"`{ref!r}` is not an id: pass an Element, a UUID or a UUID string.")
+    from .untrusted import short_repr  # a bounded picture: ``ref`` may be anything
+
+    raise ValueError(f"`{short_repr(ref)}` is not an id: pass an Element, a UUID or a UUID string.")

@@ -1,15 +1,16 @@
 """A branch's activity log: `Log` entries in a bounded in-memory `Pile`, written out on request.
 
 Logs stay in memory by default. A notebook's folder must never fill up with files nobody
-asked for, so nothing is written unless a path is passed to `DataLogger.dump` or the config
-names a ``persist_dir``; dumping with neither is a `ConfigurationError`, not a silent default
-location.
+asked for, so nothing is written unless asked: `DataLogger.dump` writes to the path it is
+given, else into ``persist_dir``, else into ``logs/`` in the session store's folder
+(``.lion_nb/logs`` beside the notebook; `lion_nb.store.location`) -- never loose files in the
+working directory. A notebook's autosave keeps each branch's logs in the store as well.
 
 ``capacity`` bounds memory: past it, the logger flushes everything to ``persist_dir`` when
 one is configured (the file is written by a background thread, so logging from the event
 loop never waits on the disk; a failed write is reported with the number of entries lost),
-and otherwise drops the oldest entries. With ``auto_save_on_exit`` (which
-needs ``persist_dir``) what is still in memory is written when the process exits.
+and otherwise drops the oldest entries. With ``auto_save_on_exit`` what is still in memory is
+written when the process exits (to ``persist_dir``, else to the store's ``logs/`` folder).
 
 Every dump (a file or ``to_dict``) passes log content through `redact`, and values under
 key-like names (``api_key``, ``authorization``...) are masked, so a key that slipped into
@@ -33,12 +34,11 @@ import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_core import to_jsonable_python
 
-from ..errors import ConfigurationError
 from ..models.secrets import redact
 from .element import Element
 from .pile import Pile
 
-__all__ = ["DataLogger", "DataLoggerConfig", "Log"]
+__all__ = ["DataLogger", "DataLoggerConfig", "Log", "default_log_dir", "dump_log"]
 
 logger = logging.getLogger("lion_nb.logs")
 
@@ -84,10 +84,27 @@ def _scrub(value: Any) -> Any:
     return value
 
 
-def _dump_log(log: Log) -> dict[str, Any]:
-    data = to_jsonable_python(log.model_dump(), fallback=str)
+def dump_log(log: Log) -> dict[str, Any]:
+    """One entry as JSON data with its secrets redacted (what every dump writes)."""
+    try:
+        data = to_jsonable_python(log.model_dump(), fallback=str)
+    except Exception:  # bytes that are not UTF-8, a value whose str() raises, deep nesting
+        from .jsonsafe import json_safe
+
+        data = json_safe(log.model_dump())
     data["content"] = _scrub(data.get("content"))
     return data
+
+
+_dump_log = dump_log
+
+
+def default_log_dir() -> Path:
+    """Where logs go when neither a path nor ``persist_dir`` is given: ``logs/`` in the
+    session store's folder."""
+    from ..store.location import store_dir
+
+    return store_dir() / "logs"
 
 
 def _save_at_exit(ref: weakref.ref[DataLogger]) -> None:
@@ -112,10 +129,6 @@ class DataLogger:
             config = DataLoggerConfig()
         elif not isinstance(config, DataLoggerConfig):
             config = DataLoggerConfig(**config)
-        if config.auto_save_on_exit and config.persist_dir is None:
-            raise ConfigurationError(
-                "`auto_save_on_exit=True` needs somewhere to write: set `persist_dir` too."
-            )
         self.config = config
         if isinstance(logs, Pile):
             self.logs: Pile[Log] = logs  # the caller's pile, by identity
@@ -132,7 +145,8 @@ class DataLogger:
 
     @property
     def persistent(self) -> bool:
-        """Whether `dump` without a path has somewhere to write."""
+        """Whether a ``persist_dir`` is configured (overflowing logs are flushed there
+        rather than dropped)."""
         return self.config.persist_dir is not None
 
     def log(self, content: Mapping[str, Any] | BaseModel | Log) -> Log:
@@ -171,19 +185,16 @@ class DataLogger:
             if target.is_dir():
                 target = target / self._file_name()
             return target
-        if self.config.persist_dir is None:
-            raise ConfigurationError(
-                "`DataLogger.dump`: there is nowhere to write. Pass `path=`, or set "
-                "`persist_dir` in the logger config (logs stay in memory otherwise)."
-            )
-        return Path(self.config.persist_dir) / self._file_name()
+        folder = self.config.persist_dir
+        return (Path(folder) if folder is not None else default_log_dir()) / self._file_name()
 
     def _file_name(self) -> str:
         stamp = time.strftime("%Y%m%dT%H%M%S")
         return f"log_{stamp}_{uuid4().hex[:8]}{self.config.extension}"
 
     def dump(self, path: str | Path | None = None, clear: bool = True) -> Path | None:
-        """Append the logs as JSON Lines to ``path`` (or a new file in ``persist_dir``).
+        """Append the logs as JSON Lines to ``path`` (or a new file in ``persist_dir``, else in
+        the store's ``logs/`` folder).
 
         Returns the file written, or ``None`` when there was nothing to write.
         """

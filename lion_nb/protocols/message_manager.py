@@ -2,7 +2,9 @@
 
 The system message, when there is one, is the first item of the message Pile. Every
 addition calls the synchronous ``on_message_added`` callbacks (the branch uses one to emit
-`MessageAdded`).
+`MessageAdded`); every removal or reorder (``remove_message``, ``clear_messages``,
+``set_system``) calls the ``on_order_changed`` callbacks with no argument (the session store's
+autosave uses them, so an undo is saved at once; removals send no signal).
 
 Rendering for requests is incremental: ``chat_messages()`` keeps the OpenAI-style list for
 the whole progression and only renders messages added since the last call, so preparing a
@@ -27,6 +29,7 @@ from .messages import (
 )
 from .pile import Pile
 from .progression import Progression
+from .tokens import RenderedMessage
 
 __all__ = ["MessageManager"]
 
@@ -59,6 +62,7 @@ class MessageManager:
         else:
             self.messages = Pile(messages or (), item_type=RoledMessage)
         self.on_message_added: list[Callable[[RoledMessage], None]] = []
+        self.on_order_changed: list[Callable[[], None]] = []
         self._rendered: list[dict[str, Any]] = []
         self._rendered_msgs: list[tuple[RoledMessage, int]] = []
         self._seen_mutations = MUTATIONS[0]
@@ -117,6 +121,7 @@ class MessageManager:
         if system is not None:
             self.messages.insert(0, system)
         self._invalidate()
+        self._order_changed()
 
     def add_message(
         self,
@@ -165,6 +170,7 @@ class MessageManager:
     def remove_message(self, ref: IDLike) -> RoledMessage:
         message = self.messages.remove(ref)
         self._invalidate()
+        self._order_changed()
         return message
 
     def clear_messages(self) -> None:
@@ -174,6 +180,11 @@ class MessageManager:
         if system is not None:
             self.messages.append(system)
         self._invalidate()
+        self._order_changed()
+
+    def _order_changed(self) -> None:
+        for callback in list(self.on_order_changed):
+            callback()
 
     @staticmethod
     def _build(
@@ -246,11 +257,11 @@ def _render(messages: list[RoledMessage], into: list[dict] | None = None) -> lis
     belong to, because OpenAI-style APIs require one assistant message per tool-call batch."""
     out = into if into is not None else []
     for message in messages:
-        entry = message.chat_msg()
+        entry = RenderedMessage(message.chat_msg())  # carries its token count (`tokens`)
         if isinstance(message, ActionRequest) and out and out[-1]["role"] == "assistant":
             last = out[-1]
             calls = [*(last.get("tool_calls") or ()), *entry["tool_calls"]]
-            out[-1] = {**last, "tool_calls": calls}
+            out[-1] = RenderedMessage(last, tool_calls=calls)
         else:
             out.append(entry)
     return out

@@ -17,7 +17,7 @@ from enum import Enum
 from typing import Annotated, Any, ClassVar, Literal, Union
 from uuid import UUID, uuid4
 
-from pydantic import ConfigDict, Field, TypeAdapter, field_validator
+from pydantic import ConfigDict, Field, TypeAdapter, field_validator, model_validator
 
 from .element import Element
 
@@ -44,6 +44,9 @@ class MessageRole(str, Enum):
 #: bumped by every field assignment on any message; lets a renderer skip revision checks
 #: entirely while nothing was edited in place.
 MUTATIONS = [0]
+
+
+_PLAIN = (str, int, float, bool, type(None))
 
 
 def _to_text(value: Any) -> str:
@@ -78,6 +81,8 @@ class RoledMessage(Element):
             return str(v.id)
         if isinstance(v, MessageRole):
             return v.value
+        if isinstance(v, (dict, list, tuple, set)):  # saved data: never an id
+            raise ValueError(f"an id or a name is needed, got {type(v).__name__}")
         return str(v)
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -253,6 +258,24 @@ class ActionResponse(RoledMessage):
     call_id: str = ""
     action_request_id: str | None = None
     is_error: bool = False
+
+    @model_validator(mode="after")
+    def _plain_output(self) -> ActionResponse:
+        """A tool result is recorded as plain JSON data, so that the branch can always be
+        saved and every later turn can render it; what was replaced is noted under
+        ``metadata["replaced"]`` (see `lion_nb.protocols.jsonsafe`)."""
+        output = self.output
+        if type(output) in _PLAIN:
+            return self
+        from .jsonsafe import json_safe
+
+        notes: list[dict[str, str]] = []
+        safe = json_safe(output, notes)
+        if safe is not output:
+            self.__dict__["output"] = safe
+        if notes:
+            self.metadata["replaced"] = [*self.metadata.get("replaced", ()), *notes][:20]
+        return self
 
     @property
     def rendered(self) -> str:

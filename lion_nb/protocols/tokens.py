@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections import OrderedDict
+import weakref
 from typing import Any
 
-__all__ = ["estimate_message_tokens", "estimate_tokens"]
+__all__ = ["RenderedMessage", "estimate_message_tokens", "estimate_tokens"]
 
 _PIECES = re.compile(r"""'(?:[sdmt]|ll|ve|re)| ?[^\W\d_]+| ?\d{1,3}| ?[^\s\w]+|\s+""", re.UNICODE)
 _PER_MESSAGE = 4  # role and separators in chat formats
@@ -47,11 +47,20 @@ def estimate_tokens(text: Any) -> int:
     return total
 
 
-_CACHE: OrderedDict[int, tuple[dict, Any, int]] = OrderedDict()
-_CACHE_SIZE = 50_000
-# [length, messages, total] of the last history counted: a conversation's
-# next request is usually that history plus a few messages, so only those are counted.
-_LAST_PREFIX: list[Any] = [0, [], 0]
+class RenderedMessage(dict):
+    """A chat message a branch rendered for its requests: a plain dict to every reader, that
+    also remembers its token count. The count -- and the memo of the history it ends --
+    lives with the message, so it lives and dies with the branch that rendered it; nothing
+    global keeps a branch's content alive (a module-level cache once kept ~100 MB of deleted
+    branches' text)."""
+
+    __slots__ = ("__weakref__", "_counted", "_history")
+
+
+# A weak reference to the newest message of the last history counted, which holds that
+# history and its total: a conversation's next request is usually that history plus a few
+# messages, so only those are counted. Weak: a deleted branch's history is freed.
+_LAST: list[Any] = [None]
 
 
 def _message_tokens(msg: dict[str, Any]) -> int:
@@ -62,33 +71,47 @@ def _message_tokens(msg: dict[str, Any]) -> int:
     return total
 
 
+def _tokens_of(msg: dict[str, Any]) -> int:
+    if type(msg) is not RenderedMessage:
+        return _message_tokens(msg)
+    content = msg.get("content")
+    try:
+        seen, tokens = msg._counted
+    except AttributeError:
+        seen = tokens = None
+    if tokens is None or seen is not content:
+        tokens = _message_tokens(msg)
+        msg._counted = (content, tokens)
+    return tokens
+
+
 def estimate_message_tokens(messages: list[dict[str, Any]]) -> int:
     """Approximate prompt tokens of an OpenAI-style message list.
 
-    Counts are cached per message dict (by identity, checked against the content object),
-    and the last history's total is reused when the new list starts with the same messages
-    (compared element by element, identity first), because a conversation's rendered history
-    is the same dicts turn after turn: a request costs its new messages, not the whole
-    history again. Message dicts are treated as immutable once counted.
+    A branch's rendered messages (`RenderedMessage`) carry their own counts (checked
+    against their content object), and the last history's total is reused when the new list
+    starts with the same messages (compared element by element, identity first), because a
+    conversation's rendered history is the same dicts turn after turn: a request costs its
+    new messages, not the whole history again. Message dicts are treated as immutable once
+    counted.
     """
-    n, history, counted = _LAST_PREFIX
     start, total = 0, 2
-    if n and len(messages) >= n and messages[:n] == history:
-        start, total = n, counted  # the same history as last time, plus new messages
-    cache = _CACHE
-    for msg in messages[start:] if start else messages:
-        key = id(msg)
-        hit = cache.get(key)
-        if hit is not None and hit[0] is msg and hit[1] is msg.get("content"):
-            total += hit[2]
-            continue
-        tokens = _message_tokens(msg)
-        cache[key] = (msg, msg.get("content"), tokens)
-        if len(cache) > _CACHE_SIZE:
-            cache.popitem(last=False)
-        total += tokens
-        if len(messages) > 1 and msg is messages[-2]:
+    ref = _LAST[0]
+    anchor = ref() if ref is not None else None
+    if anchor is not None and hasattr(anchor, "_history"):
+        history, counted = anchor._history
+        n = len(history)
+        if len(messages) >= n and messages[n - 1] is anchor and messages[:n] == history:
+            start, total = n, counted  # the same history as last time, plus new messages
+    for i in range(start, len(messages)):
+        total += _tokens_of(messages[i])
+        if i == len(messages) - 2 and type(messages[i]) is RenderedMessage:
             # remember the history without the newest message (the new instruction, which
-            # is rendered afresh once it is recorded)
-            _LAST_PREFIX[:] = [len(messages) - 1, messages[:-1], total]
+            # is rendered afresh once it is recorded), on that history's own last message
+            previous = _LAST[0]() if _LAST[0] is not None else None
+            if previous is not None:
+                del previous._history  # one memo at a time, not one per turn
+            anchor = messages[i]
+            anchor._history = (messages[: i + 1], total)
+            _LAST[0] = weakref.ref(anchor)
     return total

@@ -112,7 +112,7 @@ class BranchVerbs:
             image_detail=image_detail,
             plain_content=plain_content,
             include_token_usage_to_model=include_token_usage_to_model,
-            imodel=imodel or self.chat_model,
+            imodel=self.chat_model if imodel is None else imodel,
             imodel_kw=kwargs,
         )
         return await chat(self, instruction, param, return_ins_res_message)
@@ -167,14 +167,14 @@ class BranchVerbs:
             image_detail=image_detail,
             plain_content=plain_content,
             include_token_usage_to_model=include_token_usage_to_model,
-            imodel=chat_model or self.chat_model,
+            imodel=self.chat_model if chat_model is None else chat_model,
             imodel_kw=kwargs,
         )
         parse_param = None
         if response_format is not None:
             parse_param = ParseParam(
                 response_format=response_format,
-                imodel=parse_model or self.parse_model,
+                imodel=self.parse_model if parse_model is None else parse_model,
                 max_retries=num_parse_retries,
             )
         coro = communicate(
@@ -257,7 +257,7 @@ class BranchVerbs:
             fuzzy_match=fuzzy_match,
             handle_validation=handle_validation,
             similarity_threshold=similarity_threshold,
-            imodel=imodel or self.parse_model,
+            imodel=self.parse_model if imodel is None else imodel,
             imodel_kw=kwargs,
             max_retries=max_retries,
         )
@@ -308,7 +308,7 @@ class BranchVerbs:
             domain=domain,
             style=style,
             sample_writing=sample_writing,
-            imodel=interpret_model or self.parse_model,
+            imodel=self.parse_model if interpret_model is None else interpret_model,
             imodel_kw=kwargs,
         )
         return await interpret(self, text, param)

@@ -28,6 +28,8 @@ from pydantic import PrivateAttr
 
 from ..errors import ConfigurationError
 from ..protocols.element import Element
+from ..protocols.jsonsafe import dump_safely
+from ..protocols.untrusted import short_repr
 from ._verbs import BranchVerbs
 
 if TYPE_CHECKING:  # imported where used, so that importing Branch stays cheap
@@ -370,20 +372,24 @@ class Branch(BranchVerbs, Element):
         if mode not in ("python", "json", "db"):
             raise ValueError(f"`mode` is 'python', 'json' or 'db', not {mode!r}.")
         wire = "json" if mode != "python" else "python"
-        data = self.model_dump(mode=wire)
+        data = dump_safely(self, wire)
         if mode == "db":
             data[db_meta_key or "node_metadata"] = data.pop("metadata")
         from ..protocols.messages import dump_messages
 
         pile = self.messages
+        try:
+            collections = dump_messages(list(pile), wire)
+        except Exception:  # bytes or an unknown object in some message's metadata
+            collections = [dump_safely(m, wire) for m in pile]
         data["messages"] = {
-            "collections": dump_messages(list(pile), wire),
+            "collections": collections,
             "progression": pile.progression.to_dict(),
         }
         if include_logs and len(self.logs):
             data["logs"] = self._log_manager.to_dict(mode)["logs"]
         if self.system is not None:
-            data["system"] = self.system.model_dump(mode=wire)
+            data["system"] = dump_safely(self.system, wire)
         if include_log_config:
             data["log_config"] = self._log_manager.config.model_dump(mode=wire)
         options = {
@@ -411,8 +417,16 @@ class Branch(BranchVerbs, Element):
         if "node_metadata" in data:
             data["metadata"] = data.pop("node_metadata")
         kwargs: dict[str, Any] = {k: v for k, v in data.items() if k in cls.model_fields}
+        for key in ("user", "name"):  # the constructor would str() anything else
+            value = kwargs.get(key)
+            if value is not None and not isinstance(value, str):
+                raise ConfigurationError(
+                    f"A serialized branch has a malformed `{key}`: a string or None is "
+                    f"needed, got {type(value).__name__} {short_repr(value)}."
+                )
         if "messages" in serialized:
-            kwargs["messages"] = _load_message_pile(serialized["messages"])
+            with _malformed("messages"):
+                kwargs["messages"] = _load_message_pile(serialized["messages"])
             serialized.pop("system", None)  # already the first message of the pile
         with _malformed("system"):
             if "system" in serialized:
@@ -426,10 +440,17 @@ class Branch(BranchVerbs, Element):
                     serialized["logs"], Log.model_validate, item_type=Log
                 )
         if "log_config" in serialized:
-            kwargs["log_config"] = serialized["log_config"] or None
+            log_config = serialized["log_config"]
+            if log_config is not None and not isinstance(log_config, dict):
+                raise ConfigurationError(
+                    "A serialized branch has a malformed `log_config`: a dict is needed, got "
+                    f"{type(log_config).__name__} {short_repr(log_config)}."
+                )
+            kwargs["log_config"] = log_config or None
         for key in ("chat_model", "parse_model"):
             if key in serialized:
-                kwargs[key] = _as_model(serialized[key], key)
+                with _malformed(f"`{key}`"):
+                    kwargs[key] = _as_model(serialized[key], key)
         with _malformed("identity fields (`id`, `created_at`, `metadata`, `user`, `name`)"):
             return cls(**kwargs)
 
@@ -534,16 +555,25 @@ class Branch(BranchVerbs, Element):
 
 @contextmanager
 def _malformed(what: str) -> Iterator[None]:
-    """Turn a validation failure of a serialized branch's ``what`` into one clear error."""
+    """Turn any failure to load a serialized branch's ``what`` into one `ConfigurationError`
+    that names it, with a bounded message (see `lion_nb.protocols.untrusted`)."""
+    from ..protocols.untrusted import LOAD_ERRORS, bounded, validation_detail
+
     try:
         yield
-    except ConfigurationError:
-        raise
-    except (ValueError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
-        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    except ConfigurationError as exc:
+        text = str(exc)
+        if what in text or "serialized branch" in text:
+            if len(text) <= 600:
+                raise
+            raise ConfigurationError(bounded(text)) from exc
+        raise ConfigurationError(bounded(f"A serialized branch's {what}: {text}")) from exc
+    except LOAD_ERRORS as exc:
         raise ConfigurationError(
-            f"A serialized branch has malformed {what}: {detail}. Pass the dict from "
-            "`Branch.to_dict()` unchanged."
+            bounded(
+                f"A serialized branch has malformed {what}: {validation_detail(exc)}. Pass the "
+                "dict from `Branch.to_dict()` unchanged."
+            )
         ) from exc
 
 
@@ -580,7 +610,8 @@ def _load_message_pile(data: Any) -> Pile[RoledMessage]:
         )
     except ValueError as exc:
         raise ConfigurationError(
-            f"A serialized branch's message progression does not match its messages: {exc}."
+            "A serialized branch's message progression does not match its messages "
+            f"(`messages.progression`): {str(exc).rstrip('.')}."
         ) from exc
     systems = [i for i, m in enumerate(pile) if m.kind == "system"]
     if systems and systems != [0]:

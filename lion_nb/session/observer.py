@@ -3,7 +3,9 @@
 A subscription to a `Signal` subclass matches that class and its subclasses; a subscription
 to a payload type (``CapabilityViolation``) matches signals whose ``payload`` is one.
 Synchronous callbacks run at once when a signal is dispatched; asynchronous ones run as
-tasks that the branch drains before it reports a run's end.
+tasks that the branch drains before it reports a run's end. A callback that cannot be
+called with the signal as its one argument (``def cb(signal, ctx)``) is refused with a
+``TypeError`` when it is registered, not left to fail on every signal.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ class SignalBus:
             raise TypeError(f"`observe` takes a signal class, got {signal_type!r}.")
         if not callable(callback):
             raise TypeError(f"`observe` takes a callable, got {callback!r}.")
+        _check_takes_one(callback)
         entry = (signal_type, callback)
         self._subscribers.append(entry)
         return Subscription(self, entry)
@@ -101,6 +104,25 @@ class SignalBus:
             logger.warning("async observers skipped for %s: no running event loop", signal.kind)
             return None
         return loop.create_task(_await_all(pending, signal))
+
+
+def _check_takes_one(callback: Callable[..., Any]) -> None:
+    """Refuse, at registration, a callback that cannot be called with the one signal: it
+    would otherwise be accepted and then fail -- logged, unseen -- on every signal. A
+    callable whose signature cannot be read is given the benefit of the doubt."""
+    try:
+        signature = inspect.signature(callback)
+    except (TypeError, ValueError):
+        return
+    try:
+        signature.bind(object())
+    except TypeError as exc:
+        name = getattr(callback, "__qualname__", None) or repr(callback)
+        raise TypeError(
+            f"Observer `{name}{signature}` cannot be called with one argument ({exc}): an "
+            "observer receives the signal alone, `callback(signal)`. The signal carries "
+            "`branch_id`, `branch_name` and, for run signals, `run_id` and `operation`."
+        ) from None
 
 
 async def _await_all(pending: list[Any], signal: Signal) -> None:

@@ -29,6 +29,13 @@ A Session starts with one default branch unless it is given one (``default_branc
 
 Named operations: a registered function is called as ``func(branch, **kwargs)``; a Branch
 method as ``method(**kwargs)`` (see `lion_nb.operations.node`, shared with graph nodes).
+
+Closing: ``await session.aclose()`` (or ``session.close()``) closes the connection pools of
+the branches' models and stops CLI agent runs still going; nothing the session started is
+left running. The session stays usable (`lion_nb.session.closing`).
+
+Loading: `from_dict` treats its input as untrusted; any malformed field is a
+`ConfigurationError` naming it (`lion_nb.protocols.untrusted`).
 """
 
 from __future__ import annotations
@@ -315,19 +322,69 @@ class Session(Element):
             )
         return await call_operation(func, kwargs)
 
+    # -- batches (lion_nb.session.batch, batch_api) ------------------------------------------------
+    def map(self, items: Any, instruction: Any = None, **kwargs: Any) -> Any:
+        """Run one operation per item, each on its own clone of ``branch`` (the default
+        branch), concurrently; returns a `BatchRun` at once -- ``await`` it for the results
+        in input order. ``instruction``: a template with ``{item}`` (``{item[key]}``,
+        ``{item.attr}``, ``{index}``) or a function ``item -> prompt``. Keywords:
+        ``operation`` (default ``communicate``, ``run`` for a CLI agent; another verb, a
+        registered name, or an async ``f(branch, prompt)``), ``branch``, ``model``,
+        ``concurrency``, ``column``,
+        ``price``, ``name``, ``via`` (``"live"`` or ``"batch"``: the provider's batch API,
+        with ``poll_interval``); the rest go to the operation."""
+        from .batch import start_map
+
+        return start_map(self, items, instruction, **kwargs)
+
+    def compare(self, instruction: Any, models: Iterable[Any], **kwargs: Any) -> Any:
+        """Run ``instruction`` once per model, each on a sibling clone of ``branch``,
+        concurrently; returns a `BatchRun` whose items are the models."""
+        from .batch import compare
+
+        return compare(self, instruction, list(models), **kwargs)
+
+    def resume_batch(self, batch_id: str, **kwargs: Any) -> Any:
+        """Take up a provider batch submitted earlier (in this kernel or before a restart)
+        by its id: polls it and records its results on its items' branches, rebuilt in this
+        session when they are not here. Keywords: ``poll_interval``, ``response_format``."""
+        from .batch_api import resume_batch
+
+        return resume_batch(self, batch_id, **kwargs)
+
     # -- signals -----------------------------------------------------------------------------------
     def observe(self, signal_type: type, callback: Callable[..., Any]) -> Subscription:
         """Subscribe ``callback`` (sync or async) to ``signal_type`` from every member branch.
         Call the returned subscription to unsubscribe. A failing callback is logged and
-        never changes a run's result."""
+        never changes a run's result; one that cannot take the signal as its one argument
+        is refused here with a ``TypeError``."""
         return self._observer.observe(signal_type, callback)
+
+    # -- closing ---------------------------------------------------------------------------------
+    async def aclose(self) -> None:
+        """Close what the branches' models hold -- HTTP connection pools, CLI agent
+        processes still running -- and wait for signals still being delivered. The session
+        stays usable (see `lion_nb.session.closing`)."""
+        from .closing import aclose_session
+
+        await aclose_session(self)
+
+    def close(self) -> Any:
+        """`aclose` from synchronous code. Inside a running event loop (a notebook cell) CLI
+        processes are stopped at once and the rest is scheduled: the task is returned, and
+        ``await session.aclose()`` is how to wait for all of it there."""
+        from .closing import close_session
+
+        return close_session(self)
 
     # -- serialization -----------------------------------------------------------------------------
     def to_dict(self, mode: str = "python", **branch_kw: Any) -> dict[str, Any]:
         """Identity, name, user, every branch's ``to_dict`` and the default branch id.
         Registry, observers, hooks and memory are live objects and are not saved."""
+        from ..protocols.jsonsafe import dump_safely
+
         wire = "json" if mode != "python" else "python"
-        data = self.model_dump(mode=wire)
+        data = dump_safely(self, wire)  # never fails on what `metadata` holds
         data["branches"] = [b.to_dict(mode=mode, **branch_kw) for b in self._branches]
         data["default_branch_id"] = str(self._default_id) if self._default_id else None
         return data
@@ -341,15 +398,43 @@ class Session(Element):
                 "`Session.from_dict` takes the dict from `Session.to_dict()` (with a "
                 f"`branches` list); got {type(data).__name__}."
             )
+        from ..protocols.untrusted import loading, short_repr
+
+        what = "A serialized session"
         fields = {k: v for k, v in data.items() if k in cls.model_fields}
         if "node_metadata" in data and "metadata" not in fields:
             fields["metadata"] = data["node_metadata"]
-        branches = [Branch.from_dict(b) for b in data.get("branches", [])]
-        session = cls(default_branch=_NO_DEFAULT, memory=memory, hooks=hooks, **fields)
-        session.include_branches(branches)
+        for key in ("user", "name"):  # the constructor would str() anything else
+            value = fields.get(key)
+            if value is not None and not isinstance(value, str):
+                raise ConfigurationError(
+                    f"{what} has a malformed `{key}`: a string or None is needed, got "
+                    f"{type(value).__name__} {short_repr(value)}."
+                )
+        branches = []
+        for i, item in enumerate(data.get("branches", [])):
+            with loading(what, f"`branches[{i}]`"):
+                branches.append(Branch.from_dict(item))
+        ids = [b.id for b in branches]
+        if len(set(ids)) != len(ids):
+            twice = next(i for i in ids if ids.count(i) > 1)
+            raise ConfigurationError(
+                f"{what} has a malformed `branches`: two of them have the id {twice}; each "
+                "saved branch must be a different branch."
+            )
         default_id = data.get("default_branch_id")
+        if default_id is not None and not isinstance(default_id, str):
+            raise ConfigurationError(
+                f"{what} has a malformed `default_branch_id`: an id string is needed, got "
+                f"{type(default_id).__name__} {short_repr(default_id)}."
+            )
+        with loading(what, "identity (`id`, `created_at`, `metadata`, `user`, `name`)"):
+            session = cls(default_branch=_NO_DEFAULT, memory=memory, hooks=hooks, **fields)
+        with loading(what, "`branches`"):
+            session.include_branches(branches)  # two branches with one id are refused here
         if default_id:
-            session.default_branch = default_id
+            with loading(what, "`default_branch_id`"):
+                session.default_branch = default_id
         return session
 
 

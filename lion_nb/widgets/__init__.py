@@ -1,4 +1,5 @@
-"""Live widgets for conversations: `BranchView`, `Chat`, `SessionExplorer`, `SignalLog`.
+"""Live widgets for conversations: `BranchView`, `Chat`, `SessionExplorer`, `SignalLog`,
+`BatchProgress` for batch runs and `Comparison` for one prompt across models.
 
 Each is loaded on first use, so ``import lion_nb.widgets`` costs nothing until a widget is
 built (ipywidgets and anywidget are imported then). See ``docs/adr/0102-widgets.md`` for why
@@ -10,8 +11,10 @@ from __future__ import annotations
 from .._lazy import lazy_exports
 
 _EXPORTS = {
+    "BatchProgress": "lion_nb.widgets.progress",
     "BranchView": "lion_nb.widgets.branch_view",
     "Chat": "lion_nb.widgets.chat",
+    "Comparison": "lion_nb.widgets.compare",
     "SessionExplorer": "lion_nb.widgets.explorer",
     "SignalLog": "lion_nb.widgets.signal_log",
     "TurnWidget": "lion_nb.widgets.turn",

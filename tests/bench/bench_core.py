@@ -105,6 +105,26 @@ def communicate_growth(calls: int = 1000) -> tuple[float, float]:
     return statistics.median(samples[:100]) * 1e6, statistics.median(samples[-100:]) * 1e6
 
 
+def results() -> list[tuple[str, str, str, float | None]]:
+    """The figures as rows ``(figure, value, target, ratio to a raw baseline or None)``, for
+    ``tests/bench/run_all.py``."""
+    dump_ms, load_ms = serialization_ms()
+    first, last = communicate_growth()
+    return [
+        ("from lion_nb import Branch", f"{import_time_ms():.1f} ms", "<= 100 ms", None),
+        ("add one message (of 10,000)", f"{add_messages_us():.2f} us", "<= 15 us", None),
+        ("to_dict, 10,000 messages", f"{dump_ms:.1f} ms", "<= 40 ms", None),
+        ("from_dict, 10,000 messages", f"{load_ms:.1f} ms", "<= 150 ms", None),
+        (
+            "communicate(), history cleared",
+            f"{communicate_overhead_us():.1f} us",
+            "<= 150 us",
+            None,
+        ),
+        ("communicate() at 2,000 messages / at the start", f"{last / first:.2f}x", "<= 2x", None),
+    ]
+
+
 def main() -> None:
     print(f"from lion_nb import Branch     {import_time_ms():8.1f} ms   (target <= 100 ms)")
     print(f"add one message (of 10,000)    {add_messages_us():8.2f} us   (target <= 15 us)")

@@ -100,6 +100,27 @@ async def measure(fake: FakeProvider, setup: Setup, n: int, warmup: int) -> floa
         await close()
 
 
+async def measure_paths(n: int, warmup: int, rounds: int) -> dict[str, float]:
+    """Each path's median time (the median of its rounds' medians)."""
+    with FakeProvider() as fake:
+        medians: dict[str, list[float]] = {name: [] for name in PATHS}
+        for _ in range(rounds):  # interleave paths so drift hits all of them alike
+            for name, setup in PATHS.items():
+                medians[name].append(await measure(fake, setup, n, warmup))
+    return {name: statistics.median(values) for name, values in medians.items()}
+
+
+def results(n: int = 300, warmup: int = 30, rounds: int = 3) -> list[tuple]:
+    """Rows ``(figure, value, target, ratio to raw httpx)`` for ``tests/bench/run_all.py``."""
+    found = anyio.run(measure_paths, n, warmup, rounds)
+    base = found[BASELINE]
+    targets = {"iModel.invoke": "<= 1.3x raw"}
+    return [
+        (f"{name}, loopback, median", f"{value * 1e3:.3f} ms", targets.get(name, ""), value / base)
+        for name, value in found.items()
+    ]
+
+
 async def main(n: int, warmup: int, rounds: int) -> None:
     with FakeProvider() as fake:
         medians: dict[str, list[float]] = {name: [] for name in PATHS}

@@ -62,6 +62,18 @@ def measure(runs: int = 7, *, bytecode: bool = True) -> dict[str, float]:
     }
 
 
+def results(runs: int = 7) -> list[tuple]:
+    """Rows ``(figure, value, target, ratio)`` for ``tests/bench/run_all.py``."""
+    cached = measure(runs, bytecode=True)
+    cold = measure(runs, bytecode=False)
+    return [
+        ("%load_ext lion_nb, bytecode cached", f"{cached['load_ms']:.1f} ms", "<= 150 ms", None),
+        ("%load_ext lion_nb, no bytecode cache", f"{cold['load_ms']:.1f} ms", "", None),
+        ("  modules it imports", f"{cached['modules']:.0f}", "", None),
+        ("first %%lion turn (loads the core)", f"{cached['first_turn_ms']:.0f} ms", "", None),
+    ]
+
+
 def main() -> None:
     runs = int(sys.argv[1]) if len(sys.argv) > 1 else 7
     for bytecode in (True, False):

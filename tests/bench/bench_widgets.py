@@ -85,7 +85,7 @@ def stream_messages(paced: bool) -> tuple[int, int]:
     return sent_view, sent_turn
 
 
-def main() -> None:
+def _rows() -> list[tuple[str, str, str]]:
     open_ms(100, runs=2)  # warm imports and caches
     small, large = open_ms(100), open_ms(10_000)
     rows = [
@@ -102,6 +102,16 @@ def main() -> None:
         rows.append(
             (f"comm messages, 1,000 chunks {how}: TurnWidget", str(turn_sent), "~20/s, not 1,000")
         )
+    return rows
+
+
+def results() -> list[tuple]:
+    """Rows ``(figure, value, target, ratio)`` for ``tests/bench/run_all.py``."""
+    return [(name, value, target, None) for name, value, target in _rows()]
+
+
+def main() -> None:
+    rows = _rows()
     width = max(len(r[0]) for r in rows)
     for name, value, target in rows:
         print(f"{name:<{width}}  {value:>10}  {target}")

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import anyio
 
 from extensions.memory_recall import MemoryRecall
 from lion_nb import Branch, iModel
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "extensions"
 
 
 def lookup_capital(country: str) -> str:
@@ -58,3 +62,24 @@ def test_failed_tool_results_are_not_remembered():
     branch.providers.register(MemoryRecall())
     anyio.run(lambda: branch.operate(instruction="go", tools=[broken]))
     assert len(branch.memory) == 0
+
+
+def test_as_an_extension_every_branch_recalls_including_later_ones():
+    from lion_nb import Session
+    from lion_nb.extensions import load_extension
+
+    sent: list = []
+    session = Session()
+    record = load_extension(session, EXAMPLES / "memory_recall.py")
+    assert record.providers == ("memory_recall",)
+    assert session.default_branch.providers.names == ["memory_recall"]
+    later = session.new_branch(
+        system="s",
+        chat_model=iModel(
+            provider="offline", model="function", function=lambda m: sent.append(m) or "ok"
+        ),
+    )
+    anyio.run(lambda: later.memory.add("The meeting moved to Tuesday."))
+    anyio.run(later.communicate, "When is the meeting?")
+    assert later.providers.names == ["memory_recall"]  # set up at its first run, once
+    assert "The meeting moved to Tuesday." in sent[0][0]["content"]

@@ -10,8 +10,14 @@ and answers
 
 unless a scripted reply is queued (`FakeProvider.push` and helpers): any status, body and
 headers, a slow first byte, a stream cut in the middle (the socket is closed), delays
-between events, malformed JSON. Every request is recorded (path, headers, JSON body, time),
-and the most requests in flight at once is tracked.
+between events, malformed JSON. Every request is recorded (method, path, headers, JSON body,
+arrival time, requests in flight when it arrived), and the most requests in flight at once
+is tracked.
+
+``routes`` (functions ``Recorded -> Script | None``, tried in order before the queue) let a
+test add an API, GET requests included (`tests.fakes.batch_api` plays the providers' batch
+services this way); ``default_delay`` slows every unscripted reply, so that load tests have
+requests in flight at once.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import socket
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -59,6 +66,7 @@ class Recorded:
     body: Any  # decoded JSON, or None
     raw: bytes
     time: float  # time.monotonic() when it arrived
+    in_flight: int = 0  # requests being answered once this one arrived, itself included
 
 
 @dataclass
@@ -85,6 +93,8 @@ class FakeProvider:
         self._queue: deque[Script] = deque()
         self._lock = threading.Lock()
         self._counter = 0
+        self.routes: list[Callable[[Recorded], Script | None]] = []
+        self.default_delay = 0.0
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self._server.daemon_threads = True
         self._server.fake = self  # type: ignore[attr-defined]
@@ -159,26 +169,36 @@ class FakeProvider:
         return len(self._queue)
 
     # -- used by the handler -------------------------------------------------------------------
-    def _next(self, path: str, body: Any) -> Script:
+    def _next(self, path: str, body: Any, recorded: Recorded | None = None) -> Script:
         with self._lock:
             self._counter += 1
             if self._queue:
                 return self._queue.popleft()
+        for route in list(self.routes) if recorded is not None else ():
+            script = route(recorded)
+            if script is not None:
+                return script
         streaming = isinstance(body, dict) and bool(body.get("stream"))
+        delay = self.default_delay
         if path.endswith("/chat/completions"):
             if streaming:
-                return Script(events=sse_events("openai_stream_text.sse"))
-            return Script(body=json.loads((FIXTURES / "openai_nonstream_tool.json").read_text()))
+                return Script(events=sse_events("openai_stream_text.sse"), first_byte_delay=delay)
+            fixture = json.loads((FIXTURES / "openai_nonstream_tool.json").read_text())
+            return Script(body=fixture, first_byte_delay=delay)
         if path.endswith("/messages"):
             if streaming:
-                return Script(events=sse_events("anthropic_stream_tool.sse"))
-            return Script(body=ANTHROPIC_TEXT)
+                return Script(
+                    events=sse_events("anthropic_stream_tool.sse"), first_byte_delay=delay
+                )
+            return Script(body=ANTHROPIC_TEXT, first_byte_delay=delay)
         return Script(status=404, body={"error": {"message": f"no route {path}"}})
 
-    def _enter(self) -> int:
+    def _enter(self, recorded: Recorded | None = None) -> int:
         with self._lock:
             self._in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self._in_flight)
+            if recorded is not None:
+                recorded.in_flight = self._in_flight
             return self._counter
 
     def _leave(self) -> None:
@@ -198,6 +218,12 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def do_POST(self) -> None:
+        self._handle("POST")
+
+    def do_GET(self) -> None:
+        self._handle("GET")
+
+    def _handle(self, method: str) -> None:
         fake: FakeProvider = self.server.fake  # type: ignore[attr-defined]
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         try:
@@ -205,9 +231,10 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = None
         headers = {k.lower(): v for k, v in self.headers.items()}
-        fake.requests.append(Recorded("POST", self.path, headers, body, raw, time.monotonic()))
-        script = fake._next(self.path, body)
-        number = fake._enter()
+        recorded = Recorded(method, self.path, headers, body, raw, time.monotonic())
+        fake.requests.append(recorded)
+        script = fake._next(self.path, body, recorded)
+        number = fake._enter(recorded)
         try:
             self._play(script, number)
         except OSError:  # the client went away (a timeout on its side): nothing to do

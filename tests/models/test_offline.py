@@ -570,15 +570,81 @@ def test_function_must_be_callable():
         iModel("offline/function", function="not a function")
 
 
-def test_auto_follow_up_answer_speaks_of_the_latest_tool_results():
-    import anyio
+def _weather(city: str) -> str:
+    """Today's weather in a city."""
+    return f"Sunny in {city}"
 
+
+def test_auto_follow_up_answer_speaks_of_the_tool_results_just_before_it():
     from lion_nb import Branch
 
-    def weather(city: str) -> str:
-        """Today's weather in a city."""
-        return f"Sunny in {city}"
+    async def turns() -> str:
+        branch = Branch()
+        await branch.operate(instruction="Weather in Lisbon?", tools=[_weather])
+        return await branch.communicate("Now answer.")
+
+    answer = anyio.run(turns)
+    assert "the tools returned _weather → Sunny in" in answer
+    assert "“Now answer.”" in answer
+
+
+def test_auto_does_not_quote_old_tool_results_in_later_answers():
+    """Tool results belong to the turn that follows the calls; later answers on the branch
+    (another question, after the tool is gone, an explanation of an error) leave them out."""
+    from lion_nb import Branch
+
+    async def turns() -> list[str]:
+        branch = Branch()
+        await branch.operate(instruction="Weather in Lisbon?", tools=[_weather])
+        answers = [await branch.communicate("Now answer.")]
+        answers.append(await branch.communicate("Suggest a museum."))
+        branch.acts.remove_tool("_weather")
+        answers.append(await branch.communicate("Explain this error: NameError."))
+        return answers
+
+    follow_up, *later = anyio.run(turns)
+    assert "Sunny in" in follow_up
+    for answer in later:
+        assert "tools returned" not in answer and "Sunny in" not in answer, answer
+        assert answer.startswith("Offline model: you asked")
+
+
+def test_react_final_answer_comes_after_the_analysis_not_the_calls():
+    from lion_nb import Branch
 
     branch = Branch()
-    answer = anyio.run(lambda: branch.ReAct({"instruction": "Weather in Lisbon?"}, tools=[weather]))
-    assert "the tools returned weather → Sunny in" in answer
+    answer = anyio.run(
+        lambda: branch.ReAct({"instruction": "Weather in Lisbon?"}, tools=[_weather])
+    )
+    kinds = [m.kind for m in branch.messages]
+    assert kinds.count("action_response") == 1  # the tool ran in the first round
+    assert answer.startswith("Offline model: you asked “Give the final answer")
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Write a function that adds two numbers.",
+        "Quote ``` and a NUL \x00 and a line\nbreak\u2028 in the question.",
+        "",
+    ],
+)
+def test_auto_answers_with_a_python_block_that_parses_when_asked_for_code(question):
+    import ast
+
+    from lion_nb.notebook.render import extract_code
+
+    ask_code = Instruction(
+        instruction=question or None,
+        guidance="Answer with Python code only, in one ```python fenced block.",
+    )
+    response = ask(iModel("offline/auto"), ask_code.rendered).response
+    assert response.text.startswith("```python\n") and response.text.endswith("\n```")
+    code = extract_code(response.text)
+    ast.parse(code)  # raises if the code does not parse
+    assert "print(" in code and "Offline model" in code
+
+
+def test_auto_answers_in_prose_when_code_is_not_asked_for():
+    text = ask(iModel("offline/auto"), "Tell me about code review.").response.text
+    assert text.startswith("Offline model:") and "```" not in text

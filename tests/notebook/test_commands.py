@@ -39,7 +39,7 @@ def test_help_lists_every_subcommand_with_examples(nb):
         "branches   list the branches (ls)",
         "explain    explain the last error",
         "config     show or set LionMagics options",
-        "Examples::",
+        "Examples:",
         'answer = %lion ask -b critic "Is {Out[4]} right?"',
         'handle = %lion ask --bg "Write the report."',
         "%lion config rerun append",
@@ -55,7 +55,7 @@ def test_help_lists_every_subcommand_with_examples(nb):
         ("%lion switch -h", ["lion switch", "name"]),
         ("%lion history --help", ["lion history", "-n N"]),
         ("%lion explain -h", ["lion explain", "--branch"]),
-        ("%lion -h", ["ask        Run a turn from one line", "Examples::"]),
+        ("%lion -h", ["ask        Run a turn from one line", "Examples:"]),
         ("%lion --help", ["ask        Run a turn from one line"]),
     ],
 )

@@ -338,7 +338,7 @@ def test_help_is_the_docstring_with_examples(nb):
         "-t FUNCS, --tools FUNCS",
         "--bg",
         "-h, --help",
-        "Examples::",
+        "Examples:",
         "%%lion -t get_weather,convert_units",
         "%%lion -m offline_cli/scripted --bg -o answer",
         "{{ and }} are literal braces",
@@ -350,7 +350,7 @@ def test_help_is_the_docstring_with_examples(nb):
 def test_help_flag_prints_the_help_and_runs_nothing(nb, flag):
     ran = run(nb, f"%%lion {flag}\nThis is not sent.")
     assert ran.error is None, ran
-    assert "-b NAME, --branch NAME" in ran.stdout and "Examples::" in ran.stdout
+    assert "-b NAME, --branch NAME" in ran.stdout and "Examples:" in ran.stdout
     assert ran.value is None
     assert list(branch("main").messages) == []
     flagged = run(nb, f"%%lion -q -b other {flag}\nNot sent either.")

@@ -6,7 +6,7 @@ ADR-0021 D1 clause -> test
 - chat_model / parse_model default through the iModelManager and may be overridden per call -> test_models_default_through_the_manager_and_can_be_overridden
 ADR-0021 D5 clause -> test
 - the params passed through the seam are frozen, slotted dataclasses -> test_params_are_frozen_and_slotted
-- RunParam.persist_dir inherits the library run-log location; callers can override it -> test_run_param_persist_dir_default_and_override
+- RunParam.persist_dir defaults to runs/ in the session store's folder; callers can override it -> test_run_param_persist_dir_default_and_override
 """
 
 from __future__ import annotations
@@ -78,7 +78,10 @@ def test_params_are_frozen_and_slotted(cls):
 
 
 def test_run_param_persist_dir_default_and_override(monkeypatch, tmp_path):
-    monkeypatch.setenv("LION_HOME", str(tmp_path / "home"))
-    assert Path(RunParam().persist_dir) == tmp_path / "home" / "runs"
+    monkeypatch.setenv("LION_NB_STORE", str(tmp_path / "store"))
+    assert Path(RunParam().persist_dir) == tmp_path / "store" / "runs"  # the store's folder
+    monkeypatch.delenv("LION_NB_STORE")
+    monkeypatch.chdir(tmp_path)
+    assert Path(RunParam().persist_dir) == tmp_path / ".lion_nb" / "runs"
     assert RunParam(persist_dir="/elsewhere").persist_dir == "/elsewhere"
     assert RunParam().snapshot_dir is None

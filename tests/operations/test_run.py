@@ -522,7 +522,14 @@ def test_consumer_stopping_early_closes_the_provider_stream():
     anyio.run(main)
     assert endpoint.closed == 1
     assert endpoint.sent == 2  # nothing was read after the consumer stopped
-    assert kinds(branch.messages) == ["Instruction", "AssistantResponse", "ActionRequest"]
+    # the call the agent had started gets an error response: the history stays valid for
+    # an API model that reads it later
+    assert kinds(branch.messages) == [
+        "Instruction", "AssistantResponse", "ActionRequest", "ActionResponse"
+    ]  # fmt: skip
+    closing = branch.messages[-1]
+    assert closing.is_error and closing.metadata["cancelled"] is True
+    assert closing.call_id == branch.messages[-2].call_id
 
 
 def test_consumer_stopping_at_the_instruction_never_starts_the_provider():

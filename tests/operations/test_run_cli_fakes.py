@@ -201,7 +201,10 @@ def test_consumer_stopping_after_its_first_answer_stops_the_cli(fakes):
     assert state["alive_at_stop"] is True
     assert state["alive_after"] is False
     assert time.monotonic() - start < 2.5
-    assert shape(branch.messages) == ["Instruction", "AssistantResponse", "ActionRequest"]
+    assert shape(branch.messages) == [
+        "Instruction", "AssistantResponse", "ActionRequest", "ActionResponse"
+    ]  # fmt: skip
+    assert branch.messages[-1].metadata["cancelled"] is True  # its result never came
 
 
 def test_consumer_stopping_after_the_instruction_never_starts_the_cli(fakes):

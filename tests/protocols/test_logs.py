@@ -6,9 +6,10 @@
 #     → test_config_forbids_unknown_fields_and_non_positive_capacity
 # ADR-0016 D2 logs serialize as a Pile; empty logs stay empty
 #     → test_to_dict_round_trips_through_from_dict
-# (lion_nb: logs stay in memory; nothing is written unless a path or persist_dir is given)
+# (lion_nb: logs stay in memory; a dump without a path or persist_dir goes under the store's
+#  folder, never loose into the working directory)
 #     → test_default_logger_never_writes_to_the_working_directory,
-#       test_dump_without_a_destination_names_persist_dir
+#       test_dump_without_a_destination_writes_under_the_store_folder
 # (lion_nb: secrets never reach a dump)
 #     → test_dump_and_to_dict_redact_secrets
 from __future__ import annotations
@@ -24,7 +25,6 @@ import anyio
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from lion_nb.errors import ConfigurationError
 from lion_nb.models.secrets import Secret
 from lion_nb.protocols.logs import DataLogger, DataLoggerConfig, Log
 from lion_nb.protocols.pile import Pile
@@ -46,14 +46,23 @@ def test_default_logger_never_writes_to_the_working_directory(tmp_path, monkeypa
     assert list(tmp_path.iterdir()) == []
 
 
-def test_dump_without_a_destination_names_persist_dir(tmp_path, monkeypatch):
+def test_dump_without_a_destination_writes_under_the_store_folder(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("LION_NB_STORE", str(tmp_path / "store"))
     logger = DataLogger()
     logger.log({"event": "x"})
-    with pytest.raises(ConfigurationError, match="`persist_dir`"):
-        logger.dump()
-    assert len(logger.logs) == 1  # nothing was lost
-    assert list(tmp_path.iterdir()) == []
+    written = logger.dump()
+    assert written.parent == tmp_path / "store" / "logs"
+    assert read_jsonl(written)[0]["content"] == {"event": "x"}
+    assert [p.name for p in tmp_path.iterdir()] == ["store"]  # no loose file in the folder
+
+
+def test_dump_without_a_destination_defaults_to_the_hidden_store_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("LION_NB_STORE")
+    logger = DataLogger()
+    logger.log({"event": "x"})
+    assert logger.dump().parent == tmp_path / ".lion_nb" / "logs"
 
 
 def test_dump_to_a_path_writes_jsonl_appends_and_clears(tmp_path):
@@ -135,9 +144,20 @@ def test_config_forbids_unknown_fields_and_non_positive_capacity():
     }
 
 
-def test_auto_save_without_persist_dir_is_refused():
-    with pytest.raises(ConfigurationError, match="`persist_dir`"):
-        DataLogger(DataLoggerConfig(auto_save_on_exit=True))
+def test_auto_save_without_persist_dir_writes_under_the_store_folder(tmp_path):
+    script = textwrap.dedent(
+        """
+        from lion_nb.protocols.logs import DataLogger, DataLoggerConfig
+        logger = DataLogger(DataLoggerConfig(auto_save_on_exit=True))
+        logger.log({"event": "last words"})
+        """
+    )
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root), "LION_NB_STORE": str(tmp_path / "store")}
+    subprocess.run([sys.executable, "-c", script], check=True, env=env, cwd=tmp_path, timeout=60)
+    [path] = list((tmp_path / "store" / "logs").iterdir())
+    assert read_jsonl(path)[0]["content"] == {"event": "last words"}
+    assert [p.name for p in tmp_path.iterdir()] == ["store"]
 
 
 def test_auto_save_on_exit_writes_what_is_left_when_the_process_ends(tmp_path):

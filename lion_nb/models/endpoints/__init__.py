@@ -26,6 +26,7 @@ from .base import (
 __all__ = [
     "ENDPOINTS",
     "PRESETS",
+    "PRESET_SETTINGS",
     "APIEndpoint",
     "CLIEndpoint",
     "CLIRequest",
@@ -63,6 +64,12 @@ PRESETS: dict[str, tuple[str, str, str | None]] = {
 }
 
 
+# settings a preset implies beyond its URL and key: how its server takes a JSON schema
+PRESET_SETTINGS: dict[str, dict[str, Any]] = {
+    "llamacpp": {"structured_output": "json_object"},
+}
+
+
 def resolve_provider(provider: str) -> tuple[str, dict[str, Any]]:
     """The endpoint name for ``provider`` and the settings its preset implies."""
     name = provider.strip().lower()
@@ -70,7 +77,8 @@ def resolve_provider(provider: str) -> tuple[str, dict[str, Any]]:
         return name, {}
     if name in PRESETS:
         endpoint, base_url, key_env = PRESETS[name]
-        return endpoint, {"base_url": base_url, "api_key_env": key_env, "preset": name}
+        settings = {"base_url": base_url, "api_key_env": key_env, "preset": name}
+        return endpoint, {**settings, **PRESET_SETTINGS.get(name, {})}
     known = ", ".join(sorted([*ENDPOINTS, *PRESETS]))
     raise ConfigurationError(
         f"Unknown provider `{provider}`. Use one of: {known} "

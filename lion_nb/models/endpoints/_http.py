@@ -12,14 +12,18 @@ Retry policy -- the official SDKs', so a notebook behaves like the vendor's own 
 - nothing is retried once a 200 stream has started: what arrived was already shown, so a
   second answer would contradict it. The error carries ``partial_text`` instead;
 - a rate limit or server error that outlived its retries says so, and names the fix
-  (``max_retries=``, ``limit_requests=``).
+  (``max_retries=``, ``limit_requests=``);
+- an error the caller will handle itself (``final=``: a server refusing a request's form,
+  which the endpoint sends again in another form) is not retried as it was.
 
 Deadlines: ``connect_timeout`` (5 s) to open a connection; ``timeout`` (600 s) both for each
 read and for one whole attempt, a complete stream included.
 
 Every error is a typed `ProviderError` with the status, the provider's own message (run
 through `redact`, so a key echoed back by a server never surfaces) and the request id; see
-`_http_errors` for the mapping. Headers are never logged.
+`_http_errors` for the mapping. An answer or stream event of a shape the API never has is
+one too (status 200), never a bare ``TypeError`` from reading it (`HTTPEndpoint.read_answer`).
+Headers are never logged.
 
 Keys travel in an `httpx.Auth` (`SecretAuth`) that reads each `Secret` only as the request
 is sent: no variable of ours ever holds a revealed key, so a verbose traceback that prints
@@ -54,10 +58,12 @@ from ...errors import (
 from .._loops import current_loop_token
 from ..secrets import Secret, redact
 from ._http_errors import (
+    SHAPE_ERRORS,
     error_fields,
     error_from_payload,
     error_from_response,
     exhausted,
+    malformed_answer,
     missing_key_error,
     parse_retry_after,
     request_id_of,
@@ -83,6 +89,7 @@ __all__ = [
     "normalize_usage",
     "parse_retry_after",
     "stream_error",
+    "token_count",
 ]
 
 DEFAULT_TIMEOUT = 600.0
@@ -105,18 +112,33 @@ def backoff(retries_done: int) -> float:
     return min(0.5 * 2.0**retries_done, 8.0) * (1.0 - 0.25 * random.random())
 
 
-def normalize_usage(raw: Any, input_tokens: int | None, output_tokens: int | None) -> dict:
-    """``{"input_tokens", "output_tokens", "total_tokens", "raw"}`` (empty without usage)."""
+def normalize_usage(raw: Any, input_tokens: Any, output_tokens: Any) -> dict:
+    """``{"input_tokens", "output_tokens", "total_tokens", "raw"}`` (empty without usage).
+
+    A count that is not a whole number raises ``ValueError`` naming it (the endpoint turns
+    that into an error about the answer's shape)."""
     if not raw:
         return {}
-    inp, out = int(input_tokens or 0), int(output_tokens or 0)
-    total = raw.get("total_tokens") if isinstance(raw, dict) else None
+    if not isinstance(raw, dict):
+        raise ValueError(f"`usage` is a {type(raw).__name__}, not an object")
+    inp = token_count("input tokens", input_tokens)
+    out = token_count("output tokens", output_tokens)
+    total = raw.get("total_tokens")
     return {
         "input_tokens": inp,
         "output_tokens": out,
-        "total_tokens": int(total) if total is not None else inp + out,
+        "total_tokens": token_count("total_tokens", total) if total is not None else inp + out,
         "raw": raw,
     }
+
+
+def token_count(name: str, value: Any) -> int:
+    """A usage count as an int (``None``: 0); ``ValueError`` naming it when not a number."""
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        raise ValueError(f"the usage count `{name}` is {value!r:.40}, not a number")
+    return int(value)
 
 
 # -- the client --------------------------------------------------------------------------------
@@ -233,9 +255,11 @@ class HTTPClient:
         *,
         auth: SecretAuth | None = None,
         key_hint: str | None = None,
+        final: Callable[[ProviderError], bool] | None = None,
     ) -> Reply:
-        """POST ``body`` and decode the JSON answer, retrying per the policy."""
-        return await self._with_retries(self._json_once, path, body, headers, auth, key_hint)
+        """POST ``body`` and decode the JSON answer, retrying per the policy (an error for
+        which ``final`` is true is never retried: the caller handles it)."""
+        return await self._with_retries(final, self._json_once, path, body, headers, auth, key_hint)
 
     async def post_stream(
         self,
@@ -246,16 +270,24 @@ class HTTPClient:
         *,
         auth: SecretAuth | None = None,
         key_hint: str | None = None,
+        final: Callable[[ProviderError], bool] | None = None,
     ) -> Reply:
         """POST ``body`` and feed the SSE events to a reader; retried only before the start."""
         return await self._with_retries(
-            self._stream_once, path, body, headers, auth, key_hint, make_reader
+            final, self._stream_once, path, body, headers, auth, key_hint, make_reader
         )
 
-    async def _with_retries(self, attempt_once: Callable, *args: Any) -> Any:
+    async def _with_retries(
+        self, final: Callable[[ProviderError], bool] | None, attempt_once: Callable, *args: Any
+    ) -> Any:
+        def again(exc: BaseException) -> bool:
+            if not getattr(exc, "retryable", False):
+                return False
+            return final is None or not isinstance(exc, ProviderError) or not final(exc)
+
         retrying = AsyncRetrying(
             stop=stop_after_attempt(self.max_retries + 1),
-            retry=retry_if_exception(lambda e: bool(getattr(e, "retryable", False))),
+            retry=retry_if_exception(again),
             wait=_wait,
             sleep=anyio.sleep,
             before_sleep=self._log_retry,
@@ -266,7 +298,7 @@ class HTTPClient:
                 with attempt:
                     return await attempt_once(*args)
         except ProviderError as exc:
-            if getattr(exc, "retryable", False):  # the policy would have gone on
+            if again(exc):  # the policy would have gone on
                 exhausted(exc, self.max_retries)
             raise
         raise AssertionError("unreachable: tenacity re-raises the last error")
@@ -330,10 +362,20 @@ class HTTPClient:
                     if "text/event-stream" not in ctype:
                         raise await self._not_a_stream(response, rid)
                     reader = make_reader(rid)
-                    async for event in source.aiter_sse():
-                        if reader.feed(event):
-                            break
-                    return Reply(reader.finish(), rid)
+                    try:
+                        async for event in source.aiter_sse():
+                            if reader.feed(event):
+                                break
+                        return Reply(reader.finish(), rid)
+                    except SHAPE_ERRORS as exc:  # an event of a shape the API never sends
+                        raise stream_error(
+                            self.provider,
+                            "the stream sent an event of a shape this API never sends "
+                            f"({type(exc).__name__}: {exc})",
+                            request_id=rid,
+                            partial_text=reader.partial_text,
+                            status=response.status_code,
+                        ) from exc
         except ProviderError as exc:
             if reader is not None:  # the stream had started: never retry
                 tag(exc, partial_text=getattr(exc, "partial_text", reader.partial_text))
@@ -467,6 +509,18 @@ class HTTPEndpoint(APIEndpoint):
     def name(self) -> str:
         """The name errors are reported under: the preset if any, else the provider."""
         return self.preset or self.provider
+
+    def read_answer(
+        self, parse: Callable[..., Any], data: Any, request_id: str | None, *args: Any
+    ) -> Any:
+        """``parse(data, request_id, *args)``; an answer of a shape the API never has is a
+        `ProviderError` with status 200 and the request id, not a bare ``TypeError``."""
+        try:
+            return parse(data, request_id, *args)
+        except ProviderError:
+            raise
+        except SHAPE_ERRORS as exc:
+            raise malformed_answer(self.name, exc, request_id) from exc
 
     def resolve_key(self) -> Secret | None:
         """The key for the next call; raises `AuthenticationError` if one is needed and unset."""

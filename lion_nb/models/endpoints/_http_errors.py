@@ -14,6 +14,10 @@ Each error gets two attributes the retry policy reads: ``retryable`` (408, 409, 
 ``retry-after-ms`` / ``retry-after`` when 0 < x <= 60); errors met once a stream started
 also get ``partial_text``. When the retries run out, `exhausted` adds to the message how
 many were made and which setting to change.
+
+A 200 answer of a shape the API never has (a list where an object belongs, a count that is
+not a number) is `malformed_answer`: a plain `ProviderError` with status 200 and the request
+id, not retried, instead of the ``TypeError`` met while reading it.
 """
 
 from __future__ import annotations
@@ -44,10 +48,12 @@ from ..secrets import redact
 
 __all__ = [
     "MAX_RETRY_AFTER",
+    "SHAPE_ERRORS",
     "error_fields",
     "error_from_payload",
     "error_from_response",
     "exhausted",
+    "malformed_answer",
     "missing_key_error",
     "parse_retry_after",
     "request_id_of",
@@ -255,16 +261,37 @@ def stream_error(
     partial_text: str,
     body: Any = None,
     cls: type[ProviderError] = StreamInterruptedError,
+    status: int | None = None,
 ) -> ProviderError:
     """An error met after a stream started: never retried, keeps the text received so far."""
     note = f" ({len(partial_text)} characters had arrived)" if partial_text else ""
     exc = cls(
         redact(message) + note,
         provider=provider,
+        status=status,
         request_id=request_id,
         body=_scrub(body),
     )
     return tag(exc, partial_text=partial_text)
+
+
+SHAPE_ERRORS = (TypeError, AttributeError, ValueError, KeyError, IndexError, OverflowError)
+
+
+def malformed_answer(provider: str, exc: BaseException, request_id: str | None) -> ProviderError:
+    """The error for a 200 answer whose shape the API never has (a list where an object
+    belongs, a count that is not a number): a `ProviderError` with status 200 and the
+    request id, never the bare ``TypeError`` met while reading it. Not retried."""
+    detail = redact(str(exc) or type(exc).__name__)[:300]
+    return tag(
+        ProviderError(
+            f"the answer does not have the shape this API's answers have ({detail}); check "
+            "that `base_url` points at a server that speaks this API.",
+            provider=provider,
+            status=200,
+            request_id=request_id,
+        )
+    )
 
 
 def missing_key_error(provider: str, env_var: str) -> AuthenticationError:

@@ -25,7 +25,7 @@ from anyio.abc import Process
 
 from ..secrets import redact
 
-__all__ = ["LIVE_GROUPS", "StderrTail", "stop_group"]
+__all__ = ["LIVE_GROUPS", "StderrTail", "kill_group", "stop_group"]
 
 #: process groups of CLI runs in progress (killed at interpreter exit)
 LIVE_GROUPS: set[int] = set()
@@ -87,10 +87,15 @@ async def stop_group(process: Process, grace: float) -> None:
     await process.aclose()
 
 
+def kill_group(pgid: int) -> None:
+    """SIGKILL the group at once (its leader is reaped by the run that started it)."""
+    _signal_group(pgid, getattr(signal, "SIGKILL", signal.SIGTERM))
+
+
 @atexit.register
 def _kill_leftovers() -> None:  # last resort when the interpreter exits mid-run
     for pgid in list(LIVE_GROUPS):
-        _signal_group(pgid, getattr(signal, "SIGKILL", signal.SIGTERM))
+        kill_group(pgid)
 
 
 class StderrTail:

@@ -21,10 +21,13 @@ Design decisions:
 `SubprocessCLIEndpoint` is the shared base of the ``claude_code``, ``codex`` and
 ``gemini_cli`` endpoints: executable lookup, settings, the timeout option and the stream
 loop. Each subclass builds its argv and translates its CLI's events into `StreamChunk`s.
+The endpoint remembers its open streams and the process groups they started, so that
+closing it (`aclose`, which `Session.aclose` calls) stops every run still going.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import os
@@ -32,6 +35,7 @@ import shutil
 import signal
 import subprocess
 import time
+import weakref
 from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from typing import Any, ClassVar
@@ -42,7 +46,7 @@ from anyio.abc import ByteReceiveStream
 from ...errors import CLIError, ConfigurationError, ProviderTimeoutError
 from ..secrets import redact
 from ..stream import StreamChunk
-from ._process import LIVE_GROUPS, StderrTail, stop_group
+from ._process import LIVE_GROUPS, StderrTail, kill_group, stop_group
 from .base import CLIEndpoint, CLIRequest, emit_text_delta
 
 __all__ = [
@@ -123,11 +127,14 @@ async def run_cli(
     stderr_cap: int = DEFAULT_STDERR_CAP,
     error_reported: Callable[[], bool] = lambda: False,
     exit_message: Callable[[int], str | None] = lambda code: None,
+    started: Callable[[int], None] | None = None,
 ) -> AsyncGenerator[dict[str, Any], None]:
     """Run ``argv`` and yield each JSON object it prints on stdout, one per line.
 
     ``name`` is the executable's name for messages. Raises `ProviderTimeoutError` when
     ``deadline`` passes and `CLIError` for a non-zero exit that ``error_reported()`` denies.
+    ``started(pgid)`` is told the process group once the CLI runs (its endpoint keeps it, to
+    stop it when the endpoint is closed).
     """
     start = time.monotonic()
     read_fd, write_fd = os.pipe()
@@ -146,6 +153,8 @@ async def run_cli(
     finally:
         os.close(write_fd)
     LIVE_GROUPS.add(process.pid)
+    if started is not None:
+        started(process.pid)
     stderr = StderrTail(read_fd, stderr_cap)
     assert process.stdout is not None
     try:
@@ -297,6 +306,33 @@ class SubprocessCLIEndpoint(CLIEndpoint):
         self.cli_path = os.fspath(cli_path) if cli_path is not None else None
         self.cwd = os.fspath(cwd) if cwd is not None else None
         self.terminate_grace = float(terminate_grace)
+        self._runs: weakref.WeakSet[Any] = weakref.WeakSet()  # this endpoint's open streams
+        self._groups: set[int] = set()  # process groups its runs started
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> SubprocessCLIEndpoint:
+        """The same settings, none of the runs (a copy starts its own processes)."""
+        clone = copy.copy(self)
+        clone.options = copy.deepcopy(self.options, memo)
+        clone._runs, clone._groups = weakref.WeakSet(), set()
+        return clone
+
+    async def aclose(self) -> None:
+        """Stop every run of this endpoint that is still going, and its processes.
+
+        An open stream is closed (its process group gets SIGTERM, then SIGKILL after the
+        grace); a stream busy in another task cannot be closed from here, so its group is
+        killed at once and that task sees its CLI end.
+        """
+        for run in list(self._runs):
+            try:
+                await run.aclose()
+            except RuntimeError:  # running in another task right now
+                pass
+            except Exception:
+                log.warning("closing a `%s` run failed", self.executable, exc_info=True)
+        for pgid in [g for g in self._groups if g in LIVE_GROUPS]:
+            kill_group(pgid)
+        self._groups.clear()
 
     @classmethod
     def setting_names(cls) -> list[str]:
@@ -349,11 +385,18 @@ class SubprocessCLIEndpoint(CLIEndpoint):
                 "file paths in the prompt instead so the agent reads them itself."
             )
 
-    async def stream(self, request: CLIRequest) -> AsyncGenerator[StreamChunk, None]:
-        """Run the CLI once; closing this generator stops the CLI and its children."""
+    def stream(self, request: CLIRequest) -> AsyncGenerator[StreamChunk, None]:
+        """Run the CLI once; closing this generator stops the CLI and its children (and so
+        does closing the endpoint, see `aclose`)."""
+        run = self._stream(request)
+        self._runs.add(run)
+        return run
+
+    async def _stream(self, request: CLIRequest) -> AsyncGenerator[StreamChunk, None]:
         argv = [self.resolve_executable(), *self.build_args(request)]
         timeout = {**self.options, **request.options}.get("timeout")
         translator = self.new_translator()
+        self._groups.intersection_update(LIVE_GROUPS)  # forget groups already stopped
         events = run_cli(
             argv,
             name=self.executable,
@@ -363,6 +406,7 @@ class SubprocessCLIEndpoint(CLIEndpoint):
             grace=self.terminate_grace,
             error_reported=lambda: translator.error_reported,
             exit_message=translator.exit_message,
+            started=self._groups.add,
         )
         async with aclosing(events):
             async for event in events:

@@ -38,7 +38,7 @@ from typing import Any, ClassVar
 from httpx_sse import ServerSentEvent
 
 from ...errors import ProviderError
-from ._http import HTTPEndpoint, normalize_usage
+from ._http import HTTPEndpoint, normalize_usage, token_count
 from ._http_errors import error_fields, error_from_payload, stream_error, tag
 from .base import ChatRequest, ModelResponse, ToolCall, emit_text_delta, wants_stream
 from .openai import decode_arguments
@@ -92,7 +92,7 @@ class AnthropicEndpoint(HTTPEndpoint):
             reply = await self._http.post_json(
                 "/v1/messages", body, headers, auth=auth, key_hint=self.key_hint
             )
-        return self._response(reply.data, reply.request_id, answer)
+        return self.read_answer(self._response, reply.data, reply.request_id, answer)
 
     # -- request -------------------------------------------------------------------------------
     def _body(self, request: ChatRequest) -> tuple[dict[str, Any], bool, _Answer | None]:
@@ -137,15 +137,18 @@ class AnthropicEndpoint(HTTPEndpoint):
                 "the answer has no `content`; check that `base_url` is the API root "
                 "(`https://api.anthropic.com`, without `/v1`).",
                 provider=self.name,
+                status=200,
                 request_id=request_id,
             )
         texts: list[str] = []
         calls: list[ToolCall] = []
         answered: Any = None
         for block in data["content"]:
+            if not isinstance(block, dict):
+                raise ValueError(f"a `content` block is a {type(block).__name__}, not an object")
             kind = block.get("type")
             if kind == "text":
-                texts.append(block.get("text") or "")
+                texts.append(_text_of(block.get("text")))
             elif kind == "tool_use" and answer and block.get("name") == answer.name:
                 answered = block.get("input") or {}
             elif kind == "tool_use":
@@ -163,8 +166,10 @@ class AnthropicEndpoint(HTTPEndpoint):
             text = json.dumps(value, ensure_ascii=False)
             finish = "stop" if not calls else finish
         usage = data.get("usage") or {}
+        if not isinstance(usage, dict):
+            raise ValueError(f"`usage` is a {type(usage).__name__}, not an object")
         prompt = sum(
-            int(usage.get(k) or 0)
+            token_count(k, usage.get(k))
             for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
         )
         return ModelResponse(
@@ -214,6 +219,12 @@ def to_anthropic_messages(messages: list[dict[str, Any]]) -> tuple[str, list[dic
         else:
             _append(out, "user", _blocks(content))
     return "\n\n".join(system), out
+
+
+def _text_of(value: Any) -> str:
+    if value is None or isinstance(value, str):
+        return value or ""
+    raise ValueError(f"a text block's `text` is a {type(value).__name__}, not text")
 
 
 def _append(out: list[dict[str, Any]], role: str, blocks: list[dict[str, Any]]) -> None:
@@ -328,6 +339,8 @@ class _MessageStream:
             raise self._interrupted(
                 f"the stream sent an event that is not JSON: {event.data[:200]!r}"
             ) from None
+        if not isinstance(data, dict):
+            raise ValueError(f"an event is a {type(data).__name__}, not an object")
         kind = data.get("type") or event.event
         if kind == "error" or event.event == "error":
             raise self._error(data)
@@ -353,7 +366,7 @@ class _MessageStream:
         block = self.blocks.setdefault(index, {"type": "text", "text": ""})
         kind = delta.get("type")
         if kind == "text_delta":
-            text = delta.get("text") or ""
+            text = _text_of(delta.get("text"))
             block["text"] = block.get("text", "") + text
             self.text.append(text)
             emit_text_delta(text)
@@ -375,8 +388,9 @@ class _MessageStream:
         if not self.blocks:  # nothing started: the provider's own typed error
             exc = error_from_payload(self.provider, None, data, request_id=self.request_id)
             return tag(exc, partial_text="")
-        err = data.get("error") or {}
-        message = f"{err.get('type', 'error')}: {error_fields(data)[0] or 'no message'}"
+        err = data.get("error")
+        etype = err.get("type", "error") if isinstance(err, dict) else "error"
+        message = f"{etype}: {error_fields(data)[0] or 'no message'}"
         return self._interrupted(f"error in the middle of the stream: {message}", data)
 
     def _interrupted(self, message: str, body: Any = None) -> ProviderError:

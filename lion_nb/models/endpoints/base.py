@@ -29,6 +29,7 @@ __all__ = [
     "Endpoint",
     "ModelResponse",
     "ToolCall",
+    "current_sink",
     "emit_text_delta",
     "streaming_to",
     "wants_stream",
@@ -47,6 +48,11 @@ def streaming_to(sink: Callable[[str], None] | None) -> Iterator[None]:
         yield
     finally:
         _delta_sink.reset(token)
+
+
+def current_sink() -> Callable[[str], None] | None:
+    """The sink of the innermost `streaming_to` (a recorder tees into it), or ``None``."""
+    return _delta_sink.get()
 
 
 def wants_stream() -> bool:
@@ -100,6 +106,9 @@ class ModelResponse:
     model: str | None = None
     finish_reason: str | None = None
     request_id: str | None = None
+    #: what the endpoint had to do differently to get this answer (a format it fell back
+    #: to, for example); recorded with the answer and in the branch's log
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True)

@@ -4,9 +4,12 @@ Three models, all through the ordinary `APIEndpoint` seam so that everything abo
 iModel, the operations, the notebook) runs exactly as with a real provider:
 
 - ``auto`` answers from the request: JSON that validates against the requested schema, one
-  call of every offered tool (schema-valid arguments) before its final answer, a friendly
-  sentence otherwise. It reads the conversation the way a provider would: tool calls and tool
-  results after the last user message count as this turn's work.
+  call of every offered tool (schema-valid arguments) before its final answer, a fenced
+  Python block when the instruction asks for code (``Answer with Python code``, what
+  ``%%lion -f code`` adds), a friendly sentence otherwise. It reads the conversation the way a
+  provider would: tool calls and tool results after the last user message count as this
+  turn's work, and a follow-up ("now answer") right after tool results speaks of them. Older
+  results are history: they are not quoted again in later answers.
 - ``scripted`` plays ``responses=[...]`` in order and records each request in ``.calls``. A
   response may be text, a tool call, or a provider error (``{"error": ..., "status": 429}``)
   so that retry and failure paths can be exercised without a server.
@@ -52,6 +55,8 @@ __all__ = ["OfflineEndpoint"]
 MODELS = ("auto", "scripted", "function")
 _RESPONSE_KEYS = {"content", "tool_calls", "error", "status"}
 _HINT = "Set LION_CHAT_PROVIDER / LION_CHAT_MODEL or pass a model to use a real one."
+# an instruction that asks for code ("Answer with Python code only", `%%lion -f code`)
+_ASKED_CODE = re.compile(r"\banswer with (?:\w+ )?code\b", re.IGNORECASE)
 # what an Instruction renders when it asks for JSON (the request may not carry the schema)
 _ASKED_JSON = re.compile(
     r"JSON object (that matches this JSON schema|with these fields):\s*```json\s*(.*?)```",
@@ -210,12 +215,40 @@ def _auto_answer(request: ChatRequest) -> tuple[str, list[ToolCall]]:
     if schema is not None:
         return json.dumps(example_for(schema, hint="answer"), ensure_ascii=False), []
     said = f"you asked “{_shorten(question, 80)}”." if question.strip() else "nothing was asked."
-    if not results:  # a follow-up turn ("now answer"): speak of the latest tool results
-        results = _tool_traffic(messages[: max(last_user, 0)])[1][-3:]
-    if results:
-        shown = "; ".join(f"{name} → {_shorten(_text_of(out), 60)}" for name, out in results)
+    if not results:  # a follow-up ("now answer") right after tool results speaks of them
+        results = _tool_traffic(_calls_just_before(messages, last_user))[1][-3:]
+    shown = "; ".join(f"{name} → {_shorten(_text_of(out), 60)}" for name, out in results)
+    if _ASKED_CODE.search(question):
+        return _code_answer(said, shown), []
+    if shown:
         return f"Offline model: the tools returned {shown}. {said[0].upper()}{said[1:]}", []
     return f"Offline model: {said} {_HINT}", []
+
+
+def _calls_just_before(messages: list[dict[str, Any]], index: int) -> list[dict[str, Any]]:
+    """The tool calls and results that end right before ``messages[index]`` (nothing when
+    another message -- an answer, an instruction -- stands between them)."""
+    start = index
+    while start > 0 and (
+        messages[start - 1].get("role") == "tool" or messages[start - 1].get("tool_calls")
+    ):
+        start -= 1
+    return messages[start:index] if index > 0 else []
+
+
+def _code_answer(said: str, shown: str) -> str:
+    """An answer in code: one fenced Python block that parses (every line of prose in it is
+    a comment)."""
+    lines = [f"# Offline model: {said}"]
+    if shown:
+        lines.append(f"# The tools returned {shown}.")
+    lines += [f"# {_HINT}", 'print("Hello from the offline model.")']
+    # a comment ends at a line break, a backtick fence would end the block, and a control
+    # character (NUL) would not even parse
+    body = "\n".join(
+        "".join(c if c.isprintable() and c != "`" else " " for c in line) for line in lines
+    )
+    return f"```python\n{body}\n```"
 
 
 def _tool_traffic(

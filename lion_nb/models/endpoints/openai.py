@@ -11,9 +11,15 @@ OpenRouter, Groq and the like: requests go to ``{base_url}/chat/completions``.
   first); they are merged here, then each call's arguments are decoded. Arguments that are
   not a JSON object are kept as ``{"_raw_arguments": text}`` rather than dropped, so the
   tool layer can report the problem back to the model.
-- ``response_format`` ``{"name", "schema"}`` becomes ``json_schema`` with ``strict: false``:
-  strict mode rejects many ordinary schemas (optional fields, defaults), and the caller
-  validates the answer anyway.
+- ``response_format`` ``{"name", "schema"}`` becomes ``json_schema`` with ``strict: false``
+  (strict mode rejects many ordinary schemas, and the caller validates the answer anyway),
+  or ``json_object`` with the schema for servers that take that form; the form is chosen
+  per preset and per model, with one fallback when a server refuses it (`_structured`).
+- An answer of a shape the API never has (``choices`` that is not a list, a usage count that
+  is not a number, a chunk whose content is not text) is a `ProviderError` with status 200
+  and the request id; a stream that ends with ``[DONE]`` before any answer or
+  ``finish_reason`` (llama.cpp's preempted request) is a `StreamInterruptedError`, never an
+  empty answer.
 - Servers with no key (Ollama, llama.cpp, LM Studio, or any loopback URL without a key set)
   get no ``Authorization`` header.
 """
@@ -21,19 +27,18 @@ OpenRouter, Groq and the like: requests go to ``{base_url}/chat/completions``.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any, ClassVar
 
 from httpx_sse import ServerSentEvent
 
 from ...errors import ProviderError
+from . import PRESET_SETTINGS
 from ._http import HTTPEndpoint, normalize_usage
 from ._http_errors import error_fields, error_from_payload, stream_error
+from ._structured import check_form, other_form, refuses_form, wire_format
 from .base import ChatRequest, ModelResponse, ToolCall, emit_text_delta, wants_stream
 
 __all__ = ["OpenAIEndpoint"]
-
-_NAME = re.compile(r"[^a-zA-Z0-9_-]")
 
 
 class OpenAIEndpoint(HTTPEndpoint):
@@ -43,26 +48,66 @@ class OpenAIEndpoint(HTTPEndpoint):
     default_base_url: ClassVar[str] = "https://api.openai.com/v1"
     default_key_env: ClassVar[str | None] = "OPENAI_API_KEY"
 
+    def __init__(self, model: str, **kwargs: Any):
+        form = check_form(kwargs.pop("structured_output", None) or "json_schema")
+        super().__init__(model, **kwargs)
+        #: the configured ``response_format`` form (see `_structured`)
+        self.structured_output = form
+        self._working_form: str | None = None  # the form a refusal made this model switch to
+
+    def config(self) -> dict[str, Any]:
+        data = super().config()
+        implied = PRESET_SETTINGS.get(self.preset or "", {}).get("structured_output")
+        if self.structured_output != (implied or "json_schema"):
+            data["structured_output"] = self.structured_output
+        return data
+
     async def complete(self, request: ChatRequest) -> ModelResponse:
         auth = self.request_auth()  # the key is read from its `Secret` only when sent
-        body, stream = self._body(request)
+        form = self._working_form or self.structured_output
+        may_refuse = bool(request.response_format) and "type" not in request.response_format
+        notes: list[str] = []
+        try:
+            reply = await self._send(request, form, auth, may_refuse)
+        except ProviderError as exc:
+            if not (may_refuse and refuses_form(exc)):
+                raise
+            fallback = other_form(form)
+            reply = await self._send(request, fallback, auth, False)
+            self._working_form = fallback
+            notes.append(
+                f"The server refused `response_format` in the `{form}` form (HTTP "
+                f"{exc.status}); it was sent again as `{fallback}`, which this model now "
+                f'uses. Set `structured_output="{fallback}"` on the model to skip the refusal.'
+            )
+        response = self.read_answer(self._response, reply.data, reply.request_id)
+        response.notes.extend(notes)
+        return response
+
+    async def _send(self, request: ChatRequest, form: str, auth: Any, may_refuse: bool) -> Any:
+        body, stream = self._body(request, form)
+        final = refuses_form if may_refuse else None
         if stream:
-            reply = await self._http.post_stream(
+            return await self._http.post_stream(
                 "/chat/completions",
                 body,
                 self.headers,
                 lambda rid: _ChatStream(self.name, rid),
                 auth=auth,
                 key_hint=self.key_hint,
+                final=final,
             )
-        else:
-            reply = await self._http.post_json(
-                "/chat/completions", body, self.headers, auth=auth, key_hint=self.key_hint
-            )
-        return self._response(reply.data, reply.request_id)
+        return await self._http.post_json(
+            "/chat/completions",
+            body,
+            self.headers,
+            auth=auth,
+            key_hint=self.key_hint,
+            final=final,
+        )
 
     # -- request -------------------------------------------------------------------------------
-    def _body(self, request: ChatRequest) -> tuple[dict[str, Any], bool]:
+    def _body(self, request: ChatRequest, form: str = "json_schema") -> tuple[dict[str, Any], bool]:
         options = {k: v for k, v in request.options.items() if v is not None}
         stream = bool(options.pop("stream", False)) or request.stream or wants_stream()
         body: dict[str, Any] = {
@@ -73,7 +118,7 @@ class OpenAIEndpoint(HTTPEndpoint):
         if request.tools:
             body["tools"] = request.tools
         if request.response_format:
-            body["response_format"] = _response_format(request.response_format)
+            body["response_format"] = wire_format(request.response_format, form)
         if stream:
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}
@@ -88,14 +133,15 @@ class OpenAIEndpoint(HTTPEndpoint):
                 "the answer has no `choices`; check that `base_url` is an OpenAI-compatible "
                 "API (it usually ends with `/v1`).",
                 provider=self.name,
+                status=200,
                 request_id=request_id,
             )
-        choice = data["choices"][0]
-        message = choice.get("message") or {}
-        usage = data.get("usage") or {}
+        choice = _field(_field(data, "choices", list)[0], "choices[0]", dict, whole=True)
+        message = _field(choice, "message", dict) or {}
+        usage = _field(data, "usage", dict) or {}
         return ModelResponse(
             text=_content_text(message.get("content")),
-            tool_calls=[_tool_call(tc) for tc in message.get("tool_calls") or []],
+            tool_calls=[_tool_call(tc) for tc in _field(message, "tool_calls", list) or []],
             usage=normalize_usage(
                 usage, usage.get("prompt_tokens"), usage.get("completion_tokens")
             ),
@@ -107,16 +153,6 @@ class OpenAIEndpoint(HTTPEndpoint):
 
 
 # -- wire helpers ------------------------------------------------------------------------------
-def _response_format(fmt: dict[str, Any]) -> dict[str, Any]:
-    if "type" in fmt:  # already in wire form (json_object, json_schema)
-        return fmt
-    name = _NAME.sub("_", str(fmt.get("name") or "response"))[:64] or "response"
-    return {
-        "type": "json_schema",
-        "json_schema": {"name": name, "schema": fmt.get("schema") or {}, "strict": False},
-    }
-
-
 def _wire_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Messages as the wire wants them: tool arguments and tool results as strings.
 
@@ -154,14 +190,29 @@ def _wire_message(msg: dict[str, Any]) -> dict[str, Any]:
     return {**msg, "tool_calls": wire}
 
 
+def _field(data: Any, name: str, kind: type, *, whole: bool = False) -> Any:
+    """``data[name]`` (``data`` itself when ``whole``), checked to be a ``kind`` when present:
+    a ``ValueError`` naming the field otherwise (reported as an answer of the wrong shape)."""
+    value = data if whole else data.get(name)
+    if value is not None and not isinstance(value, kind):
+        raise ValueError(f"`{name}` is a {type(value).__name__}, not a {kind.__name__}")
+    return value
+
+
 def _content_text(content: Any) -> str:
     if content is None:
         return ""
     if isinstance(content, str):
         return content
     if isinstance(content, list):  # some servers answer with content parts
-        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return str(content)
+        return "".join(
+            p if isinstance(p, str) else p.get("text") or ""
+            for p in content
+            if isinstance(p, (str, dict))
+        )
+    if isinstance(content, (int, float)):
+        return str(content)
+    raise ValueError(f"`content` is a {type(content).__name__}, not text")
 
 
 def decode_arguments(args: Any) -> dict[str, Any]:
@@ -178,7 +229,8 @@ def decode_arguments(args: Any) -> dict[str, Any]:
 
 
 def _tool_call(call: dict[str, Any]) -> ToolCall:
-    fn = call.get("function") or {}
+    _field(call, "tool_calls[]", dict, whole=True)
+    fn = _field(call, "function", dict) or {}
     return ToolCall(
         id=call.get("id") or "",
         name=fn.get("name") or "",
@@ -235,21 +287,22 @@ class _ChatStream:
             if key in chunk and key not in self.head:
                 self.head[key] = chunk[key]
         if chunk.get("usage"):
-            self.usage = chunk["usage"]
-        for choice in chunk.get("choices") or []:
+            self.usage = _field(chunk, "usage", dict)
+        for choice in _field(chunk, "choices", list) or []:
+            _field(choice, "choices[]", dict, whole=True)
             if choice.get("index", 0) == 0:
                 self._choice(choice)
         return False
 
     def _choice(self, choice: dict[str, Any]) -> None:
-        delta = choice.get("delta") or {}
-        if content := delta.get("content"):
+        delta = _field(choice, "delta", dict) or {}
+        if content := _field(delta, "content", str):
             self.text.append(content)
             emit_text_delta(content)
         if reasoning := delta.get("reasoning_content") or delta.get("reasoning"):
-            self.reasoning.append(reasoning)
-        for fragment in delta.get("tool_calls") or []:
-            self._tool_fragment(fragment)
+            self.reasoning.append(str(reasoning))
+        for fragment in _field(delta, "tool_calls", list) or []:
+            self._tool_fragment(_field(fragment, "tool_calls[]", dict, whole=True))
         if choice.get("finish_reason"):
             self.finish_reason = choice["finish_reason"]
 
@@ -277,6 +330,14 @@ class _ChatStream:
     def finish(self) -> dict[str, Any]:
         if not self.done and self.finish_reason is None:
             raise self._interrupted("the stream ended before the answer was complete")
+        if self.finish_reason is None and not self.text and not self.tools:
+            # ``[DONE]`` with nothing before it: the server dropped the request (llama.cpp
+            # does this to a request it preempted). Not an empty answer: no answer at all.
+            raise self._interrupted(
+                "the stream ended with `[DONE]` but sent no answer and no `finish_reason`: "
+                "the server stopped this request before answering it (llama.cpp does this to a "
+                "request it preempted). Nothing was recorded; try again."
+            )
         message: dict[str, Any] = {"role": "assistant", "content": self.partial_text or None}
         if self.tools:
             message["tool_calls"] = [self.tools[i] for i in sorted(self.tools)]

@@ -1,0 +1,236 @@
+"""`Cassette`: a JSONL file of recorded model exchanges, and the rules for using it.
+
+Modes (as VCR users know them):
+
+- ``once``: when the file is missing or empty at activation, record every exchange; else
+  replay only, like ``none``.
+- ``new``: replay what matches, call the provider for what does not and append it.
+- ``none``: replay only; a request with no recording raises `CassetteError`, naming the
+  fields in which it differs from the nearest recorded request.
+- ``all``: call the provider for every request; the first exchange recorded replaces the
+  file's content except what this process re-recorded into it in mode ``all`` (so a second
+  cassette on the same file in one re-recording -- a notebook's ``%lion cassette`` and a
+  ``with cassette(...)`` further down -- keeps the first one's new lines); later exchanges
+  are appended.
+
+`ENV_MODE` (``LION_NB_CASSETTE_MODE``) overrides the mode of every cassette, so CI can force
+``none`` without touching a notebook, or ``all`` to re-record everything.
+
+Matching is exact on the normalized request (see `_format`) and order-aware: identical
+requests are answered by their recordings in recorded order. When a replay-only cassette has
+played every recording of a request, the last one answers again, so re-running one notebook
+cell replays instead of failing; ``new`` records the extra call instead. A new recording is
+consumed by the call that made it, so a request repeated while recording is recorded again.
+
+Only complete exchanges are written: an API call that returned, a CLI turn that ran to its
+end (or to a benign end of stream). A failure is never recorded -- replaying a connection
+error or a rate limit forever would only hide it -- so a failed call is simply made again
+next time. Each exchange is appended as one line when it completes, so an interrupted
+recording keeps what it had.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ...errors import LionError
+from ._diff import describe, nearest
+from ._format import canonical, clean, encode_line
+from ._modes import ENV_MODE, MODES
+
+__all__ = ["Cassette", "CassetteError"]
+
+_WRITING = threading.Lock()  # one writer at a time, whichever cassette object writes
+_RERECORDED: dict[Path, set[str]] = {}  # lines this process wrote in mode `all`, per file
+
+
+class CassetteError(LionError):
+    """A cassette cannot answer: no recording matches, a live call is forbidden, or the file
+    is malformed. The message names the differing fields and how to record."""
+
+
+@dataclass(slots=True)
+class _Entry:
+    key: str
+    kind: str
+    request: dict[str, Any]
+    line: str  # the exchange as written, parsed again for each replay (a fresh copy)
+    number: int  # line number in the file (1-based)
+
+
+def check_mode(mode: Any, where: str = "mode") -> str:
+    if mode not in MODES:
+        raise CassetteError(f"`{where}={mode!r}`: a cassette mode is one of {', '.join(MODES)}.")
+    return mode
+
+
+def forced_mode() -> str | None:
+    """The mode `ENV_MODE` forces on every cassette, or ``None``."""
+    value = os.environ.get(ENV_MODE, "").strip().lower()
+    return check_mode(value, ENV_MODE) if value else None
+
+
+class Cassette:
+    """``Cassette("calls.jsonl", mode="once")``: see the module docstring for the modes.
+
+    ``replayed`` and ``recorded`` count this activation's exchanges; ``len()`` is how many
+    recordings it holds.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], mode: str = "once"):
+        self.path = Path(os.fspath(path)).expanduser()
+        self.mode = check_mode(mode)
+        if self.path.is_dir():
+            raise CassetteError(f"Cassette `{self.path}` is a folder; give a `.jsonl` file.")
+        self._lock = threading.Lock()
+        self._entries: list[_Entry] = []
+        self._by_key: dict[str, list[_Entry]] = {}
+        self._played: dict[str, int] = {}
+        self._rewritten = False  # `all`: the old content was replaced already
+        self.replayed = 0
+        self.recorded = 0
+        self.existed = self.path.is_file() and self.path.stat().st_size > 0
+        if self.existed:
+            self._load()
+
+    # -- state ---------------------------------------------------------------------------------
+    @property
+    def effective_mode(self) -> str:
+        """The mode in force: `ENV_MODE` when set, else this cassette's own."""
+        return forced_mode() or self.mode
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __bool__(self) -> bool:  # an empty cassette is still a cassette in force
+        return True
+
+    def __repr__(self) -> str:
+        return f"Cassette({str(self.path)!r}, mode={self.mode!r})"
+
+    def __copy__(self) -> Cassette:  # one file, one play order: copies of a model share it
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Cassette:
+        return self
+
+    def describe(self) -> str:
+        """One sentence on what this cassette does now."""
+        mode = self.effective_mode
+        forced = f", forced by `{ENV_MODE}`" if mode != self.mode else ""
+        held = f"{len(self)} recorded exchange{'s' * (len(self) != 1)}"
+        if mode == "all" or (mode == "once" and not self.existed):
+            doing = "recording every model call"
+        elif mode == "new":
+            doing = f"replaying {held} and recording new calls"
+        else:
+            doing = f"replaying {held}; a call with no recording is an error"
+        return (
+            f"Cassette `{self.path}` (mode `{mode}`{forced}): {doing} "
+            f"({self.replayed} replayed, {self.recorded} recorded so far)."
+        )
+
+    # -- reading -------------------------------------------------------------------------------
+    def _load(self) -> None:
+        with self.path.open(encoding="utf-8") as fh:
+            for number, line in enumerate(fh, 1):
+                line = line.strip()
+                if not line:
+                    continue
+                try:
+                    data = json.loads(line)
+                    kind, request = data["kind"], data["request"]
+                    if not isinstance(request, dict) or kind not in ("chat", "run"):
+                        raise ValueError("`kind` is chat or run and `request` an object")
+                except (ValueError, KeyError, TypeError) as exc:
+                    raise CassetteError(
+                        f"Cassette `{self.path}`, line {number}, is not a recorded exchange "
+                        f"({type(exc).__name__}: {exc}). Fix the line, or re-record the file "
+                        "with mode `all`."
+                    ) from None
+                self._add(_Entry(canonical(kind, request), kind, request, line, number))
+
+    def _read_lines(self) -> list[str]:
+        if not self.path.is_file():
+            return []
+        return [x for x in self.path.read_text(encoding="utf-8").splitlines() if x.strip()]
+
+    def _add(self, entry: _Entry) -> None:
+        self._entries.append(entry)
+        self._by_key.setdefault(entry.key, []).append(entry)
+
+    # -- using ---------------------------------------------------------------------------------
+    def take(self, kind: str, request: dict[str, Any], label: str) -> dict[str, Any] | None:
+        """The recorded exchange that answers ``request`` (a fresh copy), or ``None`` when
+        the provider is to be called and the exchange recorded. Raises `CassetteError` when
+        the mode allows neither. ``label`` names the model in messages."""
+        key = canonical(kind, request)
+        mode = self.effective_mode
+        if mode == "all" or (mode == "once" and not self.existed):
+            return None
+        with self._lock:
+            found = self._by_key.get(key)
+            played = self._played.get(key, 0)
+            if found and played < len(found):
+                entry = found[played]
+                self._played[key] = played + 1
+            elif found and mode != "new":
+                entry = found[-1]  # every recording was played: the last answers again
+            elif mode == "new":
+                return None
+            else:
+                raise CassetteError(self._no_match(kind, request, label, mode))
+            self.replayed += 1
+        return json.loads(entry.line)
+
+    def record(self, kind: str, request: dict[str, Any], payload: dict[str, Any]) -> None:
+        """Append one complete exchange (its request already normalized)."""
+        exchange = {**clean(payload), "kind": kind, "request": request}
+        line = encode_line(exchange)
+        with self._lock, _WRITING:
+            rerecording = self.effective_mode == "all"
+            mine = _RERECORDED.setdefault(self.path.resolve(), set())
+            if rerecording and not self._rewritten:
+                self._rewritten = True
+                self._entries, self._by_key, self._played = [], {}, {}
+                kept = [x for x in self._read_lines() if x in mine]
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self.path.write_text("".join(x + "\n" for x in [*kept, line]), encoding="utf-8")
+            else:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                with self.path.open("a", encoding="utf-8") as fh:
+                    fh.write(line + "\n")
+            if rerecording:
+                mine.add(line)
+            entry = _Entry(canonical(kind, request), kind, request, line, len(self._entries) + 1)
+            self._add(entry)
+            self._played[entry.key] = len(self._by_key[entry.key])  # consumed by this call
+            self.recorded += 1
+
+    def _no_match(self, kind: str, request: dict[str, Any], label: str, mode: str) -> str:
+        forced = f", forced by `{ENV_MODE}`" if mode != self.mode else ""
+        head = (
+            f"No recording in cassette `{self.path}` answers this request to `{label}` "
+            f"(mode `{mode}`{forced}: replay only)."
+        )
+        how = (
+            "To record it, set the provider's key and use mode `new` (keep the other "
+            f"recordings) or `all` (re-record the file): `%lion cassette {self.path} --mode new`"
+            f', or `cassette("{self.path}", mode="new")` in code.'
+        )
+        if not self.existed:
+            return f"{head} The file does not exist. {how}"
+        close = nearest(request, [(e.number, e.request) for e in self._entries if e.kind == kind])
+        if close is None:
+            what = "CLI runs" if kind == "run" else "API calls"
+            return f"{head} It holds no {what}. {how}"
+        line, found = close
+        return (
+            f"{head} The nearest recorded request (line {line}) differs in:\n"
+            f"{describe(found)}\n{how}"
+        )

@@ -1,0 +1,384 @@
+"""The providers' batch services: the OpenAI Batch API and Anthropic Message Batches.
+
+A `BatchService` wraps one HTTP endpoint (its key, base URL, client and retry policy) and
+speaks its provider's batch wire:
+
+- **OpenAI** (and compatible servers that implement it): the requests are one JSONL file
+  (``{"custom_id", "method": "POST", "url": "/v1/chat/completions", "body"}`` per line),
+  uploaded to ``{base_url}/files`` with ``purpose=batch``; ``POST {base_url}/batches``
+  (``completion_window: 24h``) starts the batch; ``GET {base_url}/batches/{id}`` polls it;
+  its ``output_file_id`` and ``error_file_id`` are read from ``/files/{id}/content``, one
+  ``{"custom_id", "response": {"status_code", "request_id", "body"}, "error"}`` per line.
+- **Anthropic**: ``POST {base_url}/v1/messages/batches`` with ``{"requests": [{"custom_id",
+  "params"}]}``; ``GET .../batches/{id}`` polls until ``processing_status`` is ``ended``;
+  the results are JSONL at ``results_url``: ``{"custom_id", "result": {"type":
+  "succeeded"|"errored"|"canceled"|"expired", ...}}``. The key is sent only to the
+  endpoint's own host: a ``results_url`` elsewhere is ignored for the documented path.
+
+Each request body is exactly what the endpoint would send for a live call (its own request
+builder, streaming off), and each answer is decoded by the endpoint's own response reader,
+so a batched answer becomes the same `ModelResponse` a live call gives. A failed request
+becomes the same typed `ProviderError` a live call would raise. States are normalized to
+``submitted``, ``running``, ``ended``, ``cancelling``, ``cancelled``, ``failed``,
+``expired``; results are read for any end state (a cancelled or expired batch keeps what
+it finished).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+import anyio
+import httpx
+
+from ...errors import (
+    ConfigurationError,
+    ProviderConnectionError,
+    ProviderError,
+    ProviderTimeoutError,
+)
+from ..secrets import redact
+from ._http import HTTPEndpoint, backoff
+from ._http_errors import error_from_payload, error_from_response, exhausted, request_id_of, tag
+from .base import ChatRequest, ModelResponse
+
+__all__ = ["BatchOutcome", "BatchService", "BatchStatus", "batch_service"]
+
+ENDED = frozenset({"ended", "cancelled", "failed", "expired"})
+_OPENAI_STATES = {
+    "validating": "submitted",
+    "in_progress": "running",
+    "finalizing": "running",
+    "completed": "ended",
+    "cancelling": "cancelling",
+    "cancelled": "cancelled",
+    "failed": "failed",
+    "expired": "expired",
+}
+_ANTHROPIC_STATES = {"in_progress": "running", "canceling": "cancelling", "ended": "ended"}
+
+
+@dataclass(slots=True)
+class BatchStatus:
+    """A provider batch as last seen: normalized state and request counts."""
+
+    id: str
+    state: str
+    total: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ended(self) -> bool:
+        return self.state in ENDED
+
+    @property
+    def processing(self) -> int:
+        return max(0, self.total - self.succeeded - self.failed)
+
+
+@dataclass(slots=True)
+class BatchOutcome:
+    """One request's result: the provider's answer body, or the error it got instead.
+    ``cancelled``: the request never ran because the batch was cancelled."""
+
+    custom_id: str
+    body: Any = None
+    error: ProviderError | None = None
+    request_id: str | None = None
+    cancelled: bool = False
+
+
+class BatchService:
+    """Submit, poll, cancel and read one provider's batches (see the module docstring)."""
+
+    def __init__(self, endpoint: HTTPEndpoint):
+        self.endpoint = endpoint
+
+    # -- the wire: every request goes through the endpoint's client and retry policy ----------
+    def _headers(self) -> dict[str, str]:
+        return dict(self.endpoint.headers)
+
+    async def _send(self, method: str, url: str, **kwargs: Any) -> httpx.Response:
+        """One request with the endpoint's key, client, deadline and retry policy (the
+        attempts, backoff and ``retry-after`` of a live call)."""
+        http = self.endpoint._http
+        auth = self.endpoint.request_auth()
+        headers = self._headers()
+        for attempt in range(http.max_retries + 1):
+            try:
+                return await self._once(method, url, headers, auth, kwargs)
+            except ProviderError as exc:
+                if not getattr(exc, "retryable", False):
+                    raise
+                if attempt == http.max_retries:
+                    raise exhausted(exc, http.max_retries) from exc.__cause__
+                wait = getattr(exc, "retry_after", None)
+                await anyio.sleep(backoff(attempt) if wait is None else wait)
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    async def _once(
+        self, method: str, url: str, headers: dict[str, str], auth: Any, kwargs: dict[str, Any]
+    ) -> httpx.Response:
+        http = self.endpoint._http
+        name = self.endpoint.name
+        try:
+            with anyio.fail_after(http.timeout):
+                response = await http.client.request(
+                    method, url, headers=headers, auth=auth, **kwargs
+                )
+        except (httpx.TimeoutException, TimeoutError) as exc:
+            error: ProviderError = ProviderTimeoutError(
+                f"no answer from the batch service within {http.timeout:g} s (`timeout=`)",
+                provider=name,
+            )
+            raise tag(error, retryable=True) from exc
+        except httpx.RequestError as exc:
+            error = ProviderConnectionError(
+                f"could not reach `{redact(self.endpoint.base_url)}` ({redact(str(exc))})",
+                provider=name,
+            )
+            raise tag(error, retryable=True) from exc
+        if response.status_code >= 400:
+            raise error_from_response(name, response, key_hint=self.endpoint.key_hint)
+        return response
+
+    async def _json(self, method: str, url: str, **kwargs: Any) -> dict[str, Any]:
+        response = await self._send(method, url, **kwargs)
+        try:
+            data = response.json()
+        except ValueError:
+            data = None
+        if not isinstance(data, dict):
+            raise ProviderError(
+                f"the batch service answered `{method} {urlsplit(url).path}` with something "
+                "that is not a JSON object",
+                provider=self.endpoint.name,
+                status=response.status_code,
+                request_id=request_id_of(response.headers),
+            )
+        return data
+
+    def _url(self, path: str) -> str:
+        return self.endpoint.base_url + path
+
+    def body(self, request: ChatRequest) -> dict[str, Any]:
+        """The body a live, non-streamed call would send for ``request``."""
+        request.options = {**self.endpoint.options, **request.options}
+        request.stream = False
+        built = self.endpoint._body(request)
+        body = dict(built[0])
+        body.pop("stream", None)
+        body.pop("stream_options", None)
+        return body
+
+    # -- the provider-specific parts -----------------------------------------------------------
+    async def submit(
+        self, requests: list[tuple[str, ChatRequest]], metadata: dict[str, str] | None = None
+    ) -> BatchStatus:
+        raise NotImplementedError
+
+    async def status(self, batch_id: str) -> BatchStatus:
+        raise NotImplementedError
+
+    async def cancel(self, batch_id: str) -> BatchStatus:
+        raise NotImplementedError
+
+    async def results(self, status: BatchStatus) -> list[BatchOutcome]:
+        raise NotImplementedError
+
+    def decode(self, request: ChatRequest, outcome: BatchOutcome) -> ModelResponse:
+        """The `ModelResponse` a live call would have given (or its error, raised)."""
+        raise NotImplementedError
+
+    def _lines(self, text: str) -> list[dict[str, Any]]:
+        out = []
+        for line in text.splitlines():
+            if not line.strip():
+                continue
+            try:
+                value = json.loads(line)
+            except ValueError:
+                continue  # a torn line: its request is reported as missing
+            if isinstance(value, dict):
+                out.append(value)
+        return out
+
+
+class OpenAIBatches(BatchService):
+    """``/files`` + ``/batches`` of an OpenAI-compatible server."""
+
+    async def submit(
+        self, requests: list[tuple[str, ChatRequest]], metadata: dict[str, str] | None = None
+    ) -> BatchStatus:
+        lines = [
+            json.dumps(
+                {
+                    "custom_id": cid,
+                    "method": "POST",
+                    "url": "/v1/chat/completions",
+                    "body": self.body(request),
+                },
+                ensure_ascii=False,
+            )
+            for cid, request in requests
+        ]
+        payload = ("\n".join(lines) + "\n").encode()
+        uploaded = await self._json(
+            "POST",
+            self._url("/files"),
+            data={"purpose": "batch"},
+            files={"file": ("batch.jsonl", payload, "application/jsonl")},
+        )
+        batch = await self._json(
+            "POST",
+            self._url("/batches"),
+            json={
+                "input_file_id": uploaded.get("id"),
+                "endpoint": "/v1/chat/completions",
+                "completion_window": "24h",
+                **({"metadata": metadata} if metadata else {}),
+            },
+        )
+        return self._status(batch)
+
+    async def status(self, batch_id: str) -> BatchStatus:
+        return self._status(await self._json("GET", self._url(f"/batches/{batch_id}")))
+
+    async def cancel(self, batch_id: str) -> BatchStatus:
+        return self._status(await self._json("POST", self._url(f"/batches/{batch_id}/cancel")))
+
+    def _status(self, data: dict[str, Any]) -> BatchStatus:
+        counts = data.get("request_counts") or {}
+        return BatchStatus(
+            id=str(data.get("id") or ""),
+            state=_OPENAI_STATES.get(str(data.get("status")), "running"),
+            total=int(counts.get("total") or 0),
+            succeeded=int(counts.get("completed") or 0),
+            failed=int(counts.get("failed") or 0),
+            raw=data,
+        )
+
+    async def results(self, status: BatchStatus) -> list[BatchOutcome]:
+        outcomes: list[BatchOutcome] = []
+        for key in ("output_file_id", "error_file_id"):
+            file_id = status.raw.get(key)
+            if not file_id:
+                continue
+            response = await self._send("GET", self._url(f"/files/{file_id}/content"))
+            outcomes += [self._outcome(line) for line in self._lines(response.text)]
+        return outcomes
+
+    def _outcome(self, line: dict[str, Any]) -> BatchOutcome:
+        cid = str(line.get("custom_id") or "")
+        response = line.get("response") or {}
+        rid = response.get("request_id") if isinstance(response, dict) else None
+        error = line.get("error")
+        name = self.endpoint.name
+        if isinstance(response, dict) and response.get("status_code") == 200 and not error:
+            return BatchOutcome(cid, body=response.get("body"), request_id=rid)
+        if isinstance(response, dict) and response.get("status_code"):
+            status = int(response["status_code"])
+            exc = error_from_payload(name, status, response.get("body"), request_id=rid)
+        else:
+            exc = error_from_payload(name, None, {"error": error or {}}, request_id=rid)
+        return BatchOutcome(cid, error=exc, request_id=rid)
+
+    def decode(self, request: ChatRequest, outcome: BatchOutcome) -> ModelResponse:
+        if outcome.error is not None:
+            raise outcome.error
+        return self.endpoint._response(outcome.body, outcome.request_id)
+
+
+class AnthropicBatches(BatchService):
+    """``/v1/messages/batches`` of the Anthropic API."""
+
+    def _headers(self) -> dict[str, str]:
+        from .anthropic import ANTHROPIC_VERSION
+
+        return {"anthropic-version": ANTHROPIC_VERSION, **self.endpoint.headers}
+
+    async def submit(
+        self, requests: list[tuple[str, ChatRequest]], metadata: dict[str, str] | None = None
+    ) -> BatchStatus:
+        body = {"requests": [{"custom_id": c, "params": self.body(r)} for c, r in requests]}
+        return self._status(await self._json("POST", self._url("/v1/messages/batches"), json=body))
+
+    async def status(self, batch_id: str) -> BatchStatus:
+        return self._status(await self._json("GET", self._url(f"/v1/messages/batches/{batch_id}")))
+
+    async def cancel(self, batch_id: str) -> BatchStatus:
+        url = self._url(f"/v1/messages/batches/{batch_id}/cancel")
+        return self._status(await self._json("POST", url))
+
+    def _status(self, data: dict[str, Any]) -> BatchStatus:
+        counts = data.get("request_counts") or {}
+        numbers = {k: int(counts.get(k) or 0) for k in counts if isinstance(counts.get(k), int)}
+        state = _ANTHROPIC_STATES.get(str(data.get("processing_status")), "running")
+        if state == "ended" and data.get("cancel_initiated_at"):
+            state = "cancelled"
+        return BatchStatus(
+            id=str(data.get("id") or ""),
+            state=state,
+            total=sum(numbers.values()),
+            succeeded=numbers.get("succeeded", 0),
+            failed=sum(numbers.get(k, 0) for k in ("errored", "canceled", "expired")),
+            raw=data,
+        )
+
+    async def results(self, status: BatchStatus) -> list[BatchOutcome]:
+        url = self._url(f"/v1/messages/batches/{status.id}/results")
+        given = status.raw.get("results_url")
+        if isinstance(given, str) and _same_origin(given, self.endpoint.base_url):
+            url = given
+        response = await self._send("GET", url)
+        return [self._outcome(line) for line in self._lines(response.text)]
+
+    def _outcome(self, line: dict[str, Any]) -> BatchOutcome:
+        cid = str(line.get("custom_id") or "")
+        result = line.get("result") or {}
+        kind = result.get("type") if isinstance(result, dict) else None
+        name = self.endpoint.name
+        if kind == "succeeded":
+            return BatchOutcome(cid, body=result.get("message"))
+        if kind == "errored":
+            payload = result.get("error") or {}
+            return BatchOutcome(cid, error=error_from_payload(name, None, payload))
+        reason = {
+            "canceled": "the batch was cancelled before this request ran",
+            "expired": "the batch expired before this request ran",
+        }.get(str(kind), f"the batch gave no result for this request ({kind})")
+        error = ProviderError(reason, provider=name)
+        return BatchOutcome(cid, error=error, cancelled=kind == "canceled")
+
+    def decode(self, request: ChatRequest, outcome: BatchOutcome) -> ModelResponse:
+        if outcome.error is not None:
+            raise outcome.error
+        answer = self.endpoint._body(request)[2]
+        return self.endpoint._response(outcome.body, outcome.request_id, answer)
+
+
+def _same_origin(url: str, base: str) -> bool:
+    a, b = urlsplit(url), urlsplit(base)
+    return (a.scheme, a.hostname, a.port) == (b.scheme, b.hostname, b.port)
+
+
+def batch_service(model: Any) -> BatchService:
+    """The batch service of an iModel (or endpoint); a clear error for one without any."""
+    endpoint = getattr(model, "endpoint", model)
+    from .anthropic import AnthropicEndpoint
+    from .openai import OpenAIEndpoint
+
+    if isinstance(endpoint, AnthropicEndpoint):
+        return AnthropicBatches(endpoint)
+    if isinstance(endpoint, OpenAIEndpoint):
+        return OpenAIBatches(endpoint)
+    provider = getattr(model, "provider", None) or getattr(endpoint, "provider", "?")
+    raise ConfigurationError(
+        f"`via='batch'` needs a model with a batch service (OpenAI or Anthropic over HTTP); "
+        f"`{provider}` has none. Use `via='live'`."
+    )

@@ -1,0 +1,611 @@
+"""Batches over data: one operation per item, each on its own clone of a branch.
+
+``run = session.map(items, "Summarize {item}")`` returns a `BatchRun` at once; ``await run``
+gives the results in input order. Design decisions:
+
+- **Isolation.** The source branch is snapshotted once when the run is made (a clone kept
+  outside the session); each item runs on a fresh clone of that snapshot, included in the
+  session as ``<run name>[<index>]`` and recorded as ``clone_from`` the source, so items
+  never see each other's history nor turns added to the source while the run goes on.
+- **Concurrency.** ``concurrency`` workers take items from one queue, so a Stop starts
+  nothing new and there are never more tasks than workers. Within that bound the model's own
+  limits apply: clones share the source's model object, so ``limit_requests``,
+  ``limit_tokens`` and ``concurrency_limit`` hold for the run as a whole. Workers are started
+  a few per turn of the event loop: each prepares an item (a clone, its prompt, its request)
+  before it first waits, and a thousand of those in one turn would stall the loop -- and the
+  kernel's other work -- for about a second.
+- **Failures are data.** An item's exception is kept on its `ItemResult` (status
+  ``failed``); the run goes on. ``retry()`` runs again, on fresh clones, the items that
+  failed, were stopped or never started; their earlier branches leave the session.
+- **Stop** (``stop()``, from any thread) starts nothing new and cancels the calls in
+  flight; those items are ``stopped`` and their cancellation runs the operations' own
+  cleanup (an HTTP request is closed, a CLI agent's process is ended).
+- **A handle, not a coroutine.** The run is a task on the running loop, started when it is
+  made (or when first awaited, if no loop runs yet), so a notebook cell returns at once and
+  the kernel stays free. Awaiting only observes: an interrupted ``await`` does not stop it.
+- **Progress** is counted as items change state (no scan per update) and handed to
+  observers (`on_progress`), which throttle themselves: `lion_nb.widgets.BatchProgress` and
+  its text fallback are such observers.
+
+The providers' batch services (``via="batch"``) share this handle; see `batch_api`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import threading
+import time
+import weakref
+from collections import Counter, deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ConfigurationError
+from ._batch_items import Price, as_items, describe, message_cost, render, shape_output
+
+if TYPE_CHECKING:
+    from .branch import Branch
+    from .session import Session
+
+__all__ = ["BatchRun", "ItemResult", "Progress", "compare", "start_map"]
+
+logger = logging.getLogger("lion_nb.batch")
+
+#: verbs a batch calls by name with the item's prompt (anything else: a registered operation)
+_VERBS = ("communicate", "chat", "operate", "ReAct", "interpret", "parse", "run")
+DEFAULT_CONCURRENCY = 8
+#: workers started per turn of the event loop: each prepares its first item (clone, prompt,
+#: request) before it waits for the model's limiter, so starting 1,000 at once would hold
+#: the loop for a second; a few per turn keep it answering within milliseconds
+_START_BATCH = 4
+_TAKEN: weakref.WeakKeyDictionary[Any, set[tuple[str, int]]] = weakref.WeakKeyDictionary()
+#: a run's states: pending, running (submitting, submitted, collecting for a provider batch),
+#: then one of these
+ENDED_STATES = frozenset({"finished", "stopped", "failed", "detached"})
+
+
+@dataclass(slots=True, eq=False)
+class ItemResult:
+    """One item: its state, value or error, branch, tokens, cost and time."""
+
+    index: int
+    item: Any
+    status: str = "pending"  # pending | running | done | failed | stopped
+    value: Any = None
+    error: BaseException | None = None
+    branch: Any = None
+    tokens: int = 0
+    cost_usd: float | None = 0.0
+    duration: float | None = None
+    attempts: int = 0
+    custom_id: str | None = None  # its request's id in a provider batch
+
+    @property
+    def label(self) -> str:
+        return describe(self.item)
+
+    @property
+    def error_text(self) -> str | None:
+        if self.error is None:
+            return None
+        from ..models.secrets import redact
+
+        return redact(f"{type(self.error).__name__}: {self.error}")
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """A snapshot of a run. ``cost_usd`` and ``eta`` are ``None`` when unknown."""
+
+    name: str
+    via: str
+    state: str
+    total: int
+    done: int
+    failed: int
+    stopped: int
+    in_flight: int
+    pending: int
+    tokens: int
+    cost_usd: float | None
+    elapsed: float
+    eta: float | None
+
+    @property
+    def finished(self) -> int:
+        return self.done + self.failed + self.stopped
+
+    def line(self) -> str:
+        """One line of text, for the text view and reprs."""
+        parts = [f"{self.done}/{self.total} done"]
+        if self.failed:
+            parts.append(f"{self.failed} failed")
+        if self.stopped:
+            parts.append(f"{self.stopped} stopped")
+        if self.in_flight:
+            parts.append(f"{self.in_flight} in flight")
+        if self.tokens:
+            parts.append(f"{self.tokens:,} tokens")
+        if self.cost_usd is not None:
+            parts.append(f"${self.cost_usd:.4f}")
+        if self.eta is not None and self.state in ("running", "submitted"):
+            parts.append(f"ETA {self.eta:.0f} s")
+        return f"{self.name} ({self.via}, {self.state}): " + " · ".join(parts)
+
+
+class BatchRun:
+    """A batch over items; await it for the results. See the module docstring."""
+
+    via = "live"
+
+    def __init__(
+        self,
+        session: Session,
+        data: Any,
+        instruction: Any,
+        *,
+        operation: Any = None,
+        branch: Any = None,
+        model: Any = None,
+        concurrency: int | None = None,
+        column: str = "result",
+        price: Any = None,
+        name: str | None = None,
+        **kwargs: Any,
+    ):
+        items, kind = as_items(data)
+        _check_operation(operation)
+        if concurrency is not None and (
+            isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1
+        ):
+            raise ConfigurationError(
+                f"`concurrency={concurrency!r}`: give how many items may run at once (1 or more)."
+            )
+        source = session._resolve(branch)
+        limit = getattr(source.chat_model, "_limits", {}).get("concurrency_limit")
+        self._init_state(
+            session,
+            source.clone(),
+            items,
+            name=name or next_name(session, "map"),
+            instruction=instruction,
+            operation=operation,
+            kwargs=kwargs,
+            model=_resolve_model(model),
+            concurrency=concurrency or limit or DEFAULT_CONCURRENCY,
+            column=column,
+            price=Price.of(price),
+            data=data,
+            kind=kind,
+        )
+        if items and isinstance(instruction, str):
+            render(instruction, items[0], 0)  # a wrong placeholder fails here, not 500 times
+
+    def _init_state(
+        self,
+        session: Session,
+        base: Branch,
+        items: list[Any],
+        *,
+        name: str,
+        instruction: Any,
+        operation: Any,
+        kwargs: dict[str, Any],
+        model: Any,
+        concurrency: int,
+        column: str,
+        price: Any,
+        data: Any,
+        kind: str,
+    ) -> None:
+        self.session = session
+        self._base = base  # the snapshot of the source every item starts from
+        self.name = name
+        self.instruction = instruction
+        self.operation = operation
+        self.kwargs = kwargs
+        self.column = column
+        self.price = price
+        self.concurrency = concurrency
+        self._model = model
+        self._data, self._kind = data, kind
+        self.items = [ItemResult(i, item) for i, item in enumerate(items)]
+        self._counts: Counter[str] = Counter(pending=len(self.items))
+        self._tokens = 0
+        self._cost: float | None = 0.0
+        self._observers: list[Callable[[BatchRun], Any]] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: int | None = None
+        self._task: asyncio.Task | None = None
+        self._scope: Any = None
+        self._stop_requested = False
+        self._queued: list[int] | None = None
+        self._elapsed = 0.0
+        self._t0: float | None = None
+        self._finished_at_t0 = 0
+        self.state = "pending"
+
+    @property
+    def source(self) -> Branch | None:
+        """The branch the items were cloned from, if it is still in the session."""
+        origin = (self._base.metadata.get("clone_from") or {}).get("id")
+        return self.session._branches.get(origin) if origin else None
+
+    # -- starting, waiting, stopping -------------------------------------------------------------
+    def start(self) -> BatchRun:
+        """Start on the running loop (a no-op once started; deferred if no loop runs).
+        A run that has ended runs again only through `retry`."""
+        if (self._task is not None or self.state == "stopped") and self._queued is None:
+            return self
+        indices = self._queued if self._queued is not None else [r.index for r in self.items]
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._queued = indices  # started by the first `await`
+            return self
+        self._queued = None
+        self._loop, self._thread = loop, threading.get_ident()
+        self._stop_requested = False
+        self.state = self._starting_state()
+        self._task = loop.create_task(self._main(indices))
+        self._task.add_done_callback(_retrieve)
+        return self
+
+    def _starting_state(self) -> str:
+        return "running"
+
+    def __await__(self):
+        return self.wait().__await__()
+
+    async def wait(self) -> Any:
+        """The results (see `output`) once every item has ended or the run was stopped."""
+        if self._queued is not None or (self._task is None and self.state == "pending"):
+            self.start()
+        task = self._task
+        if task is not None:
+            try:
+                await asyncio.shield(task)
+            except asyncio.CancelledError:
+                if not (task.done() and task.cancelled()):
+                    raise  # the waiting was cancelled, not the run
+                # the run's own task was cancelled (detached, or its loop is closing)
+        return self.output()
+
+    def done(self) -> bool:
+        return self._task is not None and self._task.done()
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    @property
+    def ended(self) -> bool:
+        """Whether the run has come to an end (finished, stopped, failed or detached); its
+        observers see this already in their last call."""
+        return self.state in ENDED_STATES
+
+    def stop(self) -> bool:
+        """Start nothing new and cancel the calls in flight (from any thread). ``False`` when
+        the run is not running."""
+        if not self.running:
+            if self._queued is not None:  # never started
+                self._queued = None
+                self.state = "stopped"
+                self._changed()
+                return True
+            return False
+        self._stop_requested = True
+        if threading.get_ident() == self._thread:
+            self._cancel_now()
+        else:
+            try:
+                self._loop.call_soon_threadsafe(self._cancel_now)  # type: ignore[union-attr]
+            except RuntimeError:  # the loop is closed: nothing is running any more
+                return False
+        return True
+
+    def _cancel_now(self) -> None:
+        if self._scope is not None:
+            self._scope.cancel()
+
+    def retry(self) -> BatchRun:
+        """Run again, on fresh clones, the items that failed, were stopped or never started.
+        Returns this run (``await run.retry()`` gives the results)."""
+        if self.running:
+            raise ConfigurationError(
+                f"`{self.name}` is still running: `await` it or `stop()` it before a retry."
+            )
+        indices = [r.index for r in self.items if r.status in ("failed", "stopped", "pending")]
+        for index in indices:
+            self._reset(self.items[index])
+        self._queued = indices
+        self._task = None
+        self.start()
+        return self
+
+    def _reset(self, result: ItemResult) -> None:
+        if result.branch is not None and result.branch.id in self.session:
+            self.session.remove_branch(result.branch)
+        self._set_status(result, "pending")
+        result.value = result.error = result.branch = result.duration = None
+        result.tokens, result.cost_usd = 0, 0.0
+        self._recount()
+
+    # -- the engine ------------------------------------------------------------------------------
+    async def _main(self, indices: list[int]) -> None:
+        import anyio
+
+        self._t0, self._finished_at_t0 = time.monotonic(), self._finished()
+        self._changed()
+        try:
+            await self._run(indices)
+            self.state = "stopped" if self._stop_requested else "finished"
+        except anyio.get_cancelled_exc_class():
+            self.state = "stopped"  # the loop is going away (a kernel shutting down)
+            raise
+        finally:
+            self._elapsed += time.monotonic() - self._t0
+            self._t0 = None
+            self._changed()
+
+    async def _run(self, indices: list[int]) -> None:
+        import anyio
+        import anyio.lowlevel
+
+        queue = deque(indices)
+        async with anyio.create_task_group() as tg:
+            self._scope = tg.cancel_scope
+            for n in range(min(self.concurrency, len(queue))):
+                tg.start_soon(self._worker, queue)
+                if n % _START_BATCH == _START_BATCH - 1:
+                    await anyio.lowlevel.checkpoint()  # a few workers per turn (module doc)
+        self._scope = None
+
+    async def _worker(self, queue: deque[int]) -> None:
+        while queue and not self._stop_requested:
+            await self._run_item(self.items[queue.popleft()])
+
+    async def _run_item(self, result: ItemResult) -> None:
+        import anyio
+
+        result.attempts += 1
+        branch = result.branch = self._item_branch(result)
+        self._set_status(result, "running")
+        start = time.perf_counter()
+        try:
+            prompt = render(self.instruction, result.item, result.index)
+            result.value = await self._call(branch, result.item, prompt)
+        except anyio.get_cancelled_exc_class():
+            self._finish(result, "stopped", start)
+            raise
+        except Exception as exc:
+            result.error = exc
+            self._finish(result, "failed", start)
+        else:
+            self._finish(result, "done", start)
+
+    def _finish(self, result: ItemResult, status: str, start: float) -> None:
+        result.duration = time.perf_counter() - start
+        base = len(self._base.messages)
+        tokens, cost = message_cost(result.branch.messages[base:], self.price, self._discount)
+        result.tokens, result.cost_usd = tokens, cost
+        self._tokens += tokens
+        self._cost = None if cost is None or self._cost is None else self._cost + cost
+        self._set_status(result, status)
+
+    _discount = 1.0
+
+    def _item_branch(self, result: ItemResult) -> Branch:
+        """A fresh clone of the snapshot, recorded as a clone of the source, in the session."""
+        clone = self._base.clone()
+        suffix = describe(result.item) if hasattr(result.item, "provider") else result.index
+        clone.name = f"{self.name}[{suffix}]"
+        clone.metadata["clone_from"] = dict(self._base.metadata["clone_from"])
+        for mine, theirs in zip(clone.messages, self._base.messages, strict=True):
+            mine.metadata["clone_from"] = theirs.metadata.get("clone_from")
+        model = self._model(result.item) if callable(self._model) else self._model
+        if model is not None:
+            # a CLI agent resumes its provider session: each item gets a fresh one (as
+            # `Branch.clone` gives the source's agent), so items never share a history there
+            clone.chat_model = model.copy() if getattr(model, "is_cli", False) else model
+        self.session.include_branches(clone)
+        return clone
+
+    async def _call(self, branch: Branch, item: Any, prompt: Any) -> Any:
+        op, kw = self.operation, self.kwargs
+        if op is None:  # as a cell does: a CLI agent runs, an API model communicates
+            op = "run" if branch.chat_model.is_cli else "communicate"
+        if callable(op):
+            return await op(branch, prompt, **kw)
+        if op == "communicate":
+            return await branch.communicate(prompt, **kw)
+        if op == "chat":
+            return await branch.chat(prompt, **kw)
+        if op == "operate":
+            return await branch.operate(instruction=prompt, **kw)
+        if op == "ReAct":
+            return await branch.ReAct({"instruction": prompt}, **kw)
+        if op == "interpret":
+            return await branch.interpret(prompt, **kw)
+        if op == "parse":
+            return await branch.parse(prompt, **kw)
+        if op == "run":
+            from contextlib import aclosing
+
+            parts = []
+            async with aclosing(branch.run(prompt, **kw)) as stream:
+                async for message in stream:
+                    if message.kind == "assistant_response" and message.response:
+                        parts.append(message.response)
+            return "\n\n".join(parts) or None
+        from ..operations.node import call_operation, resolve_operation, unknown_operation_hint
+
+        func = resolve_operation(branch, op)
+        if func is None:
+            raise ValueError(f"Unknown operation: {op}. " + unknown_operation_hint(branch, op))
+        return await call_operation(func, {"instruction": prompt, **kw})
+
+    # -- counting --------------------------------------------------------------------------------
+    def _set_status(self, result: ItemResult, status: str) -> None:
+        if result.status == status:
+            return
+        self._counts[result.status] -= 1
+        self._counts[status] += 1
+        result.status = status
+        self._changed()
+
+    def _recount(self) -> None:
+        """Totals from scratch (after a retry reset some items)."""
+        ended = [r for r in self.items if r.status not in ("pending", "running")]
+        self._tokens = sum(r.tokens for r in ended)
+        costs = [r.cost_usd for r in ended]
+        self._cost = None if any(c is None for c in costs) else float(sum(costs))  # type: ignore[arg-type]
+
+    def _finished(self) -> int:
+        return self._counts["done"] + self._counts["failed"] + self._counts["stopped"]
+
+    def progress(self) -> Progress:
+        """The run as it is now."""
+        c = self._counts
+        elapsed = self._elapsed + (time.monotonic() - self._t0 if self._t0 is not None else 0.0)
+        eta = None
+        if self._t0 is not None:
+            run_time = time.monotonic() - self._t0
+            finished = self._finished() - self._finished_at_t0
+            remaining = c["pending"] + c["running"]
+            if finished > 0 and run_time > 0:
+                eta = remaining * run_time / finished
+        return Progress(
+            name=self.name,
+            via=self.via,
+            state=self.state,
+            total=len(self.items),
+            done=c["done"],
+            failed=c["failed"],
+            stopped=c["stopped"],
+            in_flight=c["running"],
+            pending=c["pending"],
+            tokens=self._tokens,
+            cost_usd=self._cost if self._finished() else None,
+            elapsed=elapsed,
+            eta=eta,
+        )
+
+    # -- observers -------------------------------------------------------------------------------
+    def on_progress(self, callback: Callable[[BatchRun], Any]) -> Callable[[], None]:
+        """Call ``callback(run)`` on every change; returns a function that unsubscribes."""
+        self._observers.append(callback)
+
+        def cancel() -> None:
+            if callback in self._observers:
+                self._observers.remove(callback)
+
+        return cancel
+
+    def _changed(self) -> None:
+        for callback in list(self._observers):
+            try:
+                callback(self)
+            except Exception:  # an observer never breaks a run
+                logger.warning("a batch progress observer failed", exc_info=True)
+
+    # -- results ---------------------------------------------------------------------------------
+    @property
+    def results(self) -> list[Any]:
+        """Values in input order (``None`` where an item has no value)."""
+        return [r.value if r.status == "done" else None for r in self.items]
+
+    @property
+    def failures(self) -> list[ItemResult]:
+        return [r for r in self.items if r.status == "failed"]
+
+    @property
+    def errors(self) -> dict[int, str]:
+        """Index to error text, for the failed items."""
+        return {r.index: r.error_text or "" for r in self.failures}
+
+    @property
+    def branches(self) -> list[Any]:
+        return [r.branch for r in self.items]
+
+    def output(self) -> Any:
+        """The results as a list, or as a new ``column`` of a copy of the DataFrame/Series."""
+        errors = [r.error_text if r.status == "failed" else None for r in self.items]
+        return shape_output(self._data, self._kind, self.results, errors, self.column)
+
+    def discard(self) -> None:
+        """Remove the items' branches from the session (the results stay on this run)."""
+        for result in self.items:
+            if result.branch is not None and result.branch.id in self.session:
+                self.session.remove_branch(result.branch)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __repr__(self) -> str:
+        return f"<BatchRun {self.progress().line()}>"
+
+
+def next_name(session: Session, prefix: str) -> str:
+    """``<prefix>-<n>`` with a number that no run of this session has used: runs of a fresh
+    session are numbered from 1 (a notebook run twice shows the same names)."""
+    pattern = re.compile(rf"^{re.escape(prefix)}-(\d+)\[")
+    used = {int(m.group(1)) for b in session.branches if b.name and (m := pattern.match(b.name))}
+    taken = _TAKEN.setdefault(session, set())
+    number = max(used | {n for p, n in taken if p == prefix}, default=0) + 1
+    taken.add((prefix, number))
+    return f"{prefix}-{number}"
+
+
+def _retrieve(task: asyncio.Task) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        logger.error("a batch run failed", exc_info=task.exception())
+
+
+def _check_operation(operation: Any) -> None:
+    if operation is None or callable(operation) or operation in _VERBS:
+        return
+    if not isinstance(operation, str) or not operation:
+        raise ConfigurationError(
+            f"`operation=` is a verb name ({', '.join(_VERBS)}), a registered operation's "
+            f"name, or an async function `f(branch, prompt)`; got {operation!r}."
+        )
+
+
+def _resolve_model(model: Any) -> Any:
+    if model is None or (callable(model) and not hasattr(model, "provider")):
+        return model
+    from .branch import _as_model
+
+    return _as_model(model, "model")  # a string becomes one iModel, shared by every item
+
+
+def start_map(session: Session, data: Any, instruction: Any = None, **kwargs: Any) -> BatchRun:
+    """`Session.map`: build the run for ``via`` and start it."""
+    via = kwargs.pop("via", "live")
+    if via == "batch":
+        from .batch_api import ProviderRun
+
+        return ProviderRun(session, data, instruction, **kwargs).start()
+    if via != "live":
+        raise ConfigurationError(f"`via={via!r}`: use 'live' or 'batch'.")
+    for key in ("poll_interval",):
+        if key in kwargs:
+            raise ConfigurationError(f"`{key}=` only applies to `via='batch'`.")
+    return BatchRun(session, data, instruction, **kwargs).start()
+
+
+def compare(session: Session, instruction: Any, models: list[Any], **kwargs: Any) -> BatchRun:
+    """`Session.compare`: one prompt on sibling clones, one per model, concurrently."""
+    from .branch import _as_model
+
+    resolved = [_as_model(m, "models") for m in models]
+    if len(resolved) < 2:
+        raise ConfigurationError("`compare` needs two models or more.")
+    kwargs.setdefault("name", next_name(session, "compare"))
+    kwargs.setdefault("concurrency", len(resolved))
+    run = BatchRun(session, resolved, lambda _model: instruction, model=lambda m: m, **kwargs)
+    return run.start()

@@ -1,0 +1,233 @@
+"""Batch benchmarks: the event loop under 1,000 concurrent operations, and what a batch adds.
+
+Run: ``python tests/bench/bench_batch.py``. The loopback server runs in its own process here
+(in the tests it shares the process, whose threads then compete with the event loop for the
+interpreter lock, which is not what this measures). Prints, measured in this one run:
+
+- the lag of a heartbeat task (a 5 ms sleep, how late it wakes) while ``session.map`` runs
+  1,000 items at once against the server, 20 in flight at most; target: median under 10 ms;
+- ``session.map`` of 500 items over the server, 20 at a time, against 500 raw
+  ``httpx.AsyncClient.post`` calls of the same payloads at the same concurrency (ratio);
+- ``session.map`` per item with the offline function model, against ``communicate`` on one
+  branch of a session with its history cleared (the clone, the bookkeeping and the
+  scheduling, as a ratio);
+- a provider batch of 500 items through the emulated OpenAI Batch API: submitting it, and
+  recording its results (per item).
+
+This is a report, not a test: it asserts nothing about timing.
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+SERVER = """
+import sys, json
+sys.path.insert(0, {root!r})
+from tests.fakes.http_server import FakeProvider, Script
+from tests.fakes.batch_api import BatchEmulator
+
+def echo(rec):
+    if not rec.path.endswith("/chat/completions"):
+        return None
+    prompt = rec.body["messages"][-1]["content"]
+    message = {{"role": "assistant", "content": "answer: " + prompt}}
+    body = {{"id": "c", "object": "chat.completion", "model": "m",
+            "choices": [{{"index": 0, "message": message, "finish_reason": "stop"}}],
+            "usage": {{"prompt_tokens": 9, "completion_tokens": 3, "total_tokens": 12}}}}
+    return Script(body=body, first_byte_delay={delay})
+
+fake = FakeProvider()
+fake.routes.append(echo)
+BatchEmulator(fake, polls_to_finish=1)
+fake.start()
+print(fake.openai_url, flush=True)
+sys.stdin.read()
+"""
+
+
+class Server:
+    """The loopback server in a child process (closed with its stdin)."""
+
+    def __init__(self, delay: float = 0.005):
+        code = SERVER.format(root=str(ROOT), delay=delay)
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        self.url = self.process.stdout.readline().strip()
+
+    def __enter__(self) -> Server:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.process.stdin.close()
+        self.process.wait(timeout=10)
+
+
+def _session(url: str, **limits: Any):
+    from lion_nb import Session, iModel
+
+    session = Session()
+    session.default_branch.chat_model = iModel(
+        provider="openai", model="m", base_url=url, max_retries=0, **limits
+    )
+    return session
+
+
+def heartbeat_lag(url: str, items: int = 1000) -> tuple[float, float, float]:
+    """(median lag ms, 99th percentile ms, seconds) while ``items`` operations run at once."""
+    session = _session(url, concurrency_limit=20)
+    lags: list[float] = []
+
+    async def beat(stop: anyio.Event) -> None:
+        while not stop.is_set():
+            before = time.perf_counter()
+            await anyio.sleep(0.005)
+            lags.append(time.perf_counter() - before - 0.005)
+
+    async def main() -> float:
+        stop = anyio.Event()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(beat, stop)
+            start = time.perf_counter()
+            await session.map([f"item {i}" for i in range(items)], "{item}", concurrency=items)
+            elapsed = time.perf_counter() - start
+            stop.set()
+        await session.default_branch.chat_model.aclose()
+        return elapsed
+
+    elapsed = anyio.run(main)
+    lags.sort()
+    return statistics.median(lags) * 1e3, lags[int(len(lags) * 0.99)] * 1e3, elapsed
+
+
+def map_vs_raw(url: str, items: int = 500) -> tuple[float, float]:
+    """Seconds for ``session.map`` and for raw httpx posts of the same payloads, 20 at once."""
+    import httpx
+
+    prompts = [f"item {i}" for i in range(items)]
+
+    async def raw() -> float:
+        client = httpx.AsyncClient(trust_env=False)
+        limit = anyio.Semaphore(20)
+
+        async def one(prompt: str) -> None:
+            async with limit:
+                body = {"model": "m", "messages": [{"role": "user", "content": prompt}]}
+                response = await client.post(url + "/chat/completions", json=body)
+                response.json()
+
+        start = time.perf_counter()
+        async with anyio.create_task_group() as tg:
+            for prompt in prompts:
+                tg.start_soon(one, prompt)
+        elapsed = time.perf_counter() - start
+        await client.aclose()
+        return elapsed
+
+    async def mapped() -> float:
+        session = _session(url, concurrency_limit=20)
+        start = time.perf_counter()
+        await session.map(prompts, "{item}", concurrency=20)
+        elapsed = time.perf_counter() - start
+        await session.default_branch.chat_model.aclose()
+        return elapsed
+
+    raws, maps = [], []
+    for _ in range(2):  # interleaved, so drift hits both alike
+        raws.append(anyio.run(raw))
+        maps.append(anyio.run(mapped))
+    return min(maps), min(raws)
+
+
+def offline_per_item_us(items: int = 2000) -> tuple[float, float]:
+    """Microseconds per item: ``session.map`` against ``communicate`` on one branch."""
+    from lion_nb import Session, iModel
+
+    def model() -> Any:
+        return iModel(provider="offline", model="function", function=lambda messages, **kw: "ok")
+
+    async def mapped() -> float:
+        session = Session()
+        session.default_branch.chat_model = model()
+        start = time.perf_counter()
+        await session.map([str(i) for i in range(items)], "{item}", concurrency=8)
+        return (time.perf_counter() - start) / items * 1e6
+
+    async def single() -> float:
+        branch = Session().default_branch  # a member of a session, as the items are
+        branch.chat_model = model()
+        start = time.perf_counter()
+        for i in range(items):
+            await branch.communicate(str(i), clear_messages=True)
+        return (time.perf_counter() - start) / items * 1e6
+
+    anyio.run(single)  # warm up
+    return anyio.run(mapped), anyio.run(single)
+
+
+def provider_batch(url: str, items: int = 500) -> tuple[float, float]:
+    """(seconds to submit, microseconds per item to record) for a provider batch."""
+    session = _session(url)
+    timings: dict[str, float] = {}
+
+    async def main() -> None:
+        run = session.map(
+            [f"item {i}" for i in range(items)], "{item}", via="batch", poll_interval=0.01
+        )
+        start = time.perf_counter()
+        await run.submit()
+        timings["submit"] = time.perf_counter() - start
+        await run
+        timings["total"] = time.perf_counter() - start
+        collect = [r.duration for r in run.items if r.duration is not None]
+        timings["record_us"] = statistics.median(collect) * 1e6
+
+    anyio.run(main)
+    return timings["submit"], timings["record_us"]
+
+
+def results() -> list[tuple[str, str, str, float | None]]:
+    """Rows ``(figure, value, target, ratio to a raw baseline or None)``."""
+    import os
+    import tempfile
+
+    os.environ.setdefault("LION_HOME", tempfile.mkdtemp(prefix="lion-bench-"))
+    with Server() as server:
+        median, p99, seconds = heartbeat_lag(server.url)
+        mapped, raw = map_vs_raw(server.url)
+        submit_s, record_us = provider_batch(server.url)
+    per_map, per_single = offline_per_item_us()
+    return [
+        ("heartbeat lag, 1,000 concurrent items (median)", f"{median:.2f} ms", "< 10 ms", None),
+        ("heartbeat lag, 1,000 concurrent items (99th pct)", f"{p99:.1f} ms", "", None),
+        ("  1,000 items, 20 in flight, took", f"{seconds:.2f} s", "", None),
+        ("session.map, 500 items over loopback, 20 at once", f"{mapped:.2f} s", "<= 1.5x raw", mapped / raw),
+        ("  raw httpx posts, same payloads and concurrency", f"{raw:.2f} s", "", 1.0),
+        ("session.map per item, offline model", f"{per_map:.0f} us", "<= 2x", per_map / per_single),
+        ("  communicate per call, one session branch", f"{per_single:.0f} us", "", None),
+        ("batch API, submit 500 items", f"{submit_s * 1e3:.0f} ms", "", None),
+        ("batch API, record one result", f"{record_us:.0f} us", "", None),
+    ]  # fmt: skip
+
+
+def main() -> None:
+    rows = results()
+    width = max(len(r[0]) for r in rows)
+    for figure, value, target, ratio in rows:
+        shown = f"{ratio:.2f}x" if ratio is not None else ""
+        print(f"{figure:<{width}}  {value:>10}  {shown:>6}  {target}")
+
+
+if __name__ == "__main__":
+    main()

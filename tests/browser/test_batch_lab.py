@@ -1,0 +1,103 @@
+"""A batch run in a real JupyterLab, driven in Chromium: ``%%lion --map`` shows its progress
+live (the bar and the counts grow), **Stop** ends it and the kernel answers, **Retry failed**
+finishes it; ``%%lion --compare`` shows the answers side by side. No request leaves 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+
+from tests.browser.jupyter import (
+    cell_output,
+    new_notebook,
+    open_notebook,
+    run_cell,
+    screenshot,
+    wait_for_idle,
+)
+
+pytestmark = pytest.mark.browser
+
+SETUP = """\
+%load_ext lion_nb
+import asyncio
+from lion_nb import iModel
+
+async def steady(messages, **request):
+    await asyncio.sleep(0.4)
+    return "done: " + messages[-1]["content"]
+
+steady_model = iModel(provider="offline", model="function", function=steady)
+items = [f"item {i}" for i in range(40)]
+"""
+
+MAP = "%%lion -m steady_model --map items -o first\n{item}"
+
+COMPARE = 'terse = iModel(provider="offline", model="scripted", responses=["**short**"])'
+COMPARE_CELL = "%%lion --compare terse,offline/auto\nDescribe Oslo."
+
+
+def _done(output) -> int:
+    match = re.search(r"(\d+)/40 done", output.locator(".lnb-progress-stats").inner_text())
+    return int(match.group(1)) if match else -1
+
+
+def test_map_progress_stop_and_compare(lab_page, jupyter_server, page_log):
+    page = lab_page
+    notebook = new_notebook(
+        SETUP, MAP, 'print("unfinished:", sum(x is None for x in first))', COMPARE, COMPARE_CELL
+    )
+    open_notebook(page, jupyter_server, "batch.ipynb", notebook)
+    run_cell(page, 0)
+
+    run_cell(page, 1, wait=False)
+    out = cell_output(page, 1)
+    out.locator(".lnb-progress").first.wait_for(timeout=30_000)
+    seen: list[int] = []
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and (not seen or seen[-1] < 16):
+        done = _done(out)
+        if done >= 0 and (not seen or done != seen[-1]):
+            seen.append(done)
+        page.wait_for_timeout(100)
+    print(f"done counts seen in the live view: {seen}")
+    assert len(seen) >= 3 and seen == sorted(seen)  # it grew while the run went on
+    assert "in flight" in out.locator(".lnb-progress-stats").inner_text()
+    width = out.locator(".lnb-progress-done").evaluate("e => e.style.width")
+    assert width.endswith("%") and float(width[:-1]) > 0
+    screenshot(page, "lab-batch-progress", element=out)
+
+    clicked = time.monotonic()
+    out.locator(".lnb-progress .lnb-stop").click()
+    wait_for_idle(page)
+    stopped_after = time.monotonic() - clicked
+    stats = out.locator(".lnb-progress-stats").inner_text()
+    print(f"Stop ended the run {stopped_after:.2f} s after the click: {stats}")
+    assert "stopped" in out.locator(".lnb-progress-state").inner_text()
+    assert out.locator(".lnb-progress-retry").is_visible()
+    assert "stopped" in out.inner_text()  # the results table marks the stopped items
+    run_cell(page, 2)
+    unfinished = int(re.search(r"unfinished: (\d+)", cell_output(page, 2).inner_text()).group(1))
+    assert 0 < unfinished < 40
+
+    out.locator(".lnb-progress-retry").click()  # the run goes on, in the background
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and _done(out) < 40:
+        page.wait_for_timeout(200)
+    assert _done(out) == 40
+    assert not out.locator(".lnb-progress-retry").is_visible()
+    screenshot(page, "lab-batch-finished", element=out)
+
+    run_cell(page, 3)
+    run_cell(page, 4)
+    table = cell_output(page, 4)
+    table.locator(".lnb-compare table").wait_for(timeout=30_000)
+    headers = table.locator(".lnb-compare th").all_inner_texts()
+    assert headers == ["offline/scripted", "offline/auto"]
+    assert table.locator(".lnb-compare strong", has_text="short").count() == 1
+    assert "tokens" in table.locator(".lnb-compare").inner_text()
+    screenshot(page, "lab-compare", element=table)
+    assert page_log.foreign() == []

@@ -1,0 +1,375 @@
+"""Cassette modes, matching, the three switches and the file format, against the loopback
+server (`tests.fakes.http_server`: a real HTTP server, so "no live call" is checked by the
+requests it saw).
+
+Issue acceptance -> tests:
+- `none` with a changed prompt names the differing field
+  -> test_none_with_a_changed_prompt_names_the_differing_field
+- modes once / new / none / all -> test_once_*, test_new_*, test_none_*, test_all_*
+- order-aware matching -> test_identical_requests_replay_in_recorded_order_then_the_last_repeats
+- one mechanism: iModel option, context manager, process-wide (``%lion cassette``), env
+  -> test_the_model_option_wins_and_copies_share_it, test_the_innermost_block_wins,
+  test_the_process_wide_cassette_covers_models_made_later, test_env_*
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import AsyncGenerator, Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from lion_nb import Branch, iModel
+from lion_nb.models.cassettes import (
+    ENV_MODE,
+    Cassette,
+    CassetteError,
+    cassette,
+    current_cassette,
+    use_cassette,
+)
+from lion_nb.models.endpoints.base import ChatRequest, CLIEndpoint, CLIRequest
+from lion_nb.models.stream import StreamChunk
+from tests.fakes.http_server import FakeProvider
+
+
+def completion(text: str) -> dict:
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "model": "gpt-4o-mini",
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+        ],
+        "usage": {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6},
+    }
+
+
+@pytest.fixture
+def server() -> Iterator[FakeProvider]:
+    with FakeProvider() as fake:
+        yield fake
+
+
+@pytest.fixture(autouse=True)
+def _no_forced_mode(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.delenv(ENV_MODE, raising=False)
+    yield
+    use_cassette(None)
+
+
+def model(server: FakeProvider, **kw: Any) -> iModel:
+    return iModel(provider="openai", model="gpt-4o-mini", base_url=server.openai_url, **kw)
+
+
+def ask(m: iModel, *questions: str) -> list[str]:
+    async def main() -> list[str]:
+        branch = Branch(system="Be brief.", chat_model=m)
+        return [await branch.communicate(q) for q in questions]
+
+    return anyio.run(main)
+
+
+def answers(server: FakeProvider, *texts: str) -> None:
+    for text in texts:
+        server.push_json(completion(text))
+
+
+def lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+# -- modes -----------------------------------------------------------------------------------------
+def test_once_records_when_missing_then_replays_without_the_provider(server, tmp_path):
+    path = tmp_path / "c.jsonl"
+    answers(server, "Paris.")
+    with cassette(path) as tape:
+        assert ask(model(server), "Capital of France?") == ["Paris."]
+    assert tape.recorded == 1 and len(server.requests) == 1
+    with cassette(path) as tape:
+        assert ask(model(server), "Capital of France?") == ["Paris."]
+    assert tape.replayed == 1 and len(server.requests) == 1
+
+
+def test_none_with_a_changed_prompt_names_the_differing_field(server, tmp_path):
+    path = tmp_path / "c.jsonl"
+    answers(server, "Paris.", "4")
+    with cassette(path):
+        ask(model(server), "Capital of France?", "2 + 2?")
+    with cassette(path, mode="none"), pytest.raises(CassetteError) as info:
+        ask(model(server), "Capital of France?", "3 + 3?")
+    message = str(info.value)
+    assert "messages[3].content" in message
+    assert 'recorded "2 + 2?", now "3 + 3?"' in message
+    assert "(line 2)" in message and "mode `none`" in message and "--mode new" in message
+    assert len(server.requests) == 2
+
+
+def test_none_names_a_changed_model_and_option(server, tmp_path):
+    path = tmp_path / "c.jsonl"
+    answers(server, "Paris.")
+    with cassette(path):
+        ask(model(server, temperature=0.2), "Capital of France?")
+    changed = iModel(provider="openai", model="gpt-4o", base_url=server.openai_url, temperature=0.7)
+    with cassette(path, mode="none"), pytest.raises(CassetteError) as info:
+        ask(changed, "Capital of France?")
+    assert "model: recorded" in str(info.value)
+    assert "options.temperature: recorded 0.2, now 0.7" in str(info.value)
+
+
+def test_settings_that_do_not_change_the_answer_are_not_matched(server, tmp_path):
+    path = tmp_path / "c.jsonl"
+    answers(server, "Paris.")
+    with cassette(path):
+        ask(model(server, timeout=30, max_retries=0), "Capital of France?")
+    elsewhere = iModel(
+        provider="openai", model="gpt-4o-mini", base_url="http://127.0.0.1:9/v1", timeout=5
+    )
+    with cassette(path, mode="none"):
+        assert ask(elsewhere, "Capital of France?") == ["Paris."]
+
+
+def test_none_without_the_file_says_so(server, tmp_path):
+    with cassette(tmp_path / "missing.jsonl", mode="none"), pytest.raises(CassetteError) as info:
+        ask(model(server), "Hi")
+    assert "does not exist" in str(info.value) and not server.requests
+
+
+def test_identical_requests_replay_in_recorded_order_then_the_last_repeats(server, tmp_path):
+    path = tmp_path / "c.jsonl"
+    answers(server, "first", "second")
+    m = model(server)
+    request = [{"role": "user", "content": "Roll a die."}]
+
+    async def roll(times: int) -> list[str]:
+        calls = [await m.invoke(ChatRequest(messages=list(request))) for _ in range(times)]
+        return [call.response.text for call in calls]
+
+    with cassette(path):
+        assert anyio.run(roll, 2) == ["first", "second"]
+    assert len(lines(path)) == 2
+    with cassette(path, mode="none"):
+        assert anyio.run(roll, 3) == ["first", "second", "second"]
+    assert len(server.requests) == 2
+
+
+def test_new_replays_matches_and_appends_new_requests(server, tmp_path):
+    path = tmp_path / "c.jsonl"
+    answers(server, "Paris.", "Rome.")
+    with cassette(path):
+        ask(model(server), "Capital of France?")
+    with cassette(path, mode="new") as tape:
+        assert ask(model(server), "Capital of France?") == ["Paris."]
+        assert ask(model(server), "Capital of Italy?") == ["Rome."]
+    assert (tape.replayed, tape.recorded, len(server.requests)) == (1, 1, 2)
+    assert [x["response"]["text"] for x in lines(path)] == ["Paris.", "Rome."]
+
+
+def test_new_records_a_request_repeated_beyond_its_recordings(server, tmp_path):
+    path = tmp_path / "c.jsonl"
+    answers(server, "one", "two")
+    with cassette(path):
+        ask(model(server), "Say a number.")
+    with cassette(path, mode="new"):
+        assert ask(model(server), "Say a number.") == ["one"]
+        assert ask(model(server), "Say a number.") == ["two"]
+    assert [x["response"]["text"] for x in lines(path)] == ["one", "two"]
+
+
+def test_all_calls_the_provider_and_rewrites_the_file(server, tmp_path):
+    path = tmp_path / "c.jsonl"
+    answers(server, "old", "new")
+    with cassette(path):
+        ask(model(server), "Hi")
+    with cassette(path, mode="all") as tape:
+        assert ask(model(server), "Hi") == ["new"]
+    assert tape.recorded == 1 and len(server.requests) == 2
+    assert [x["response"]["text"] for x in lines(path)] == ["new"]
+
+
+def test_one_all_run_through_two_cassettes_on_one_file_keeps_both(server, tmp_path, monkeypatch):
+    """A notebook's ``%lion cassette`` and a ``with cassette(...)`` below it, re-recorded."""
+    path = tmp_path / "c.jsonl"
+    answers(server, "stale", "a", "b")
+    with cassette(path):
+        ask(model(server), "Old question")
+    monkeypatch.setenv(ENV_MODE, "all")
+    use_cassette(path, mode="none")
+    ask(model(server), "First")
+    with cassette(path):
+        ask(model(server), "Second")
+    assert [x["response"]["text"] for x in lines(path)] == ["a", "b"]
+
+
+def test_a_mismatch_is_raised_by_invoke_not_recorded_on_the_call(server, tmp_path):
+    path = tmp_path / "c.jsonl"
+    path.write_text("")
+    m = model(server)
+    with cassette(path, mode="none"), pytest.raises(CassetteError):
+        anyio.run(m.invoke, ChatRequest(messages=[{"role": "user", "content": "Hi"}]))
+
+
+# -- the switches ------------------------------------------------------------------------------
+def test_the_model_option_wins_and_copies_share_it(server, tmp_path):
+    own, ambient = tmp_path / "own.jsonl", tmp_path / "ambient.jsonl"
+    answers(server, "Paris.")
+    m = model(server, cassette=own)
+    assert isinstance(m.cassette, Cassette) and m.cassette.mode == "once"
+    with cassette(ambient):
+        ask(m, "Capital of France?")
+    assert own.exists() and not ambient.exists()
+    for twin in (m.copy(), copy.deepcopy(m)):
+        assert twin.cassette is m.cassette
+    assert "cassette" not in m.to_dict()  # a runtime switch, never saved
+
+
+def test_the_innermost_block_wins(server, tmp_path):
+    outer, inner = tmp_path / "outer.jsonl", tmp_path / "inner.jsonl"
+    answers(server, "a", "b")
+    with cassette(outer) as first:
+        with cassette(inner) as second:
+            assert current_cassette() is second
+            ask(model(server), "Hi")
+        assert current_cassette() is first
+        ask(model(server), "Hi")
+    assert current_cassette() is None
+    assert lines(inner)[0]["response"]["text"] == "a" and lines(outer)[0]["response"]["text"] == "b"
+
+
+def test_the_process_wide_cassette_covers_models_made_later(server, tmp_path):
+    path = tmp_path / "notebook.jsonl"
+    answers(server, "Paris.")
+    tape = use_cassette(path)
+    assert current_cassette() is tape
+    ask(model(server), "Capital of France?")  # a model created after the switch
+    use_cassette(path, mode="none")
+    assert ask(model(server), "Capital of France?") == ["Paris."]
+    assert use_cassette(None) is None and current_cassette() is None
+    assert len(server.requests) == 1
+
+
+def test_env_forces_none_on_every_cassette(server, tmp_path, monkeypatch):
+    path = tmp_path / "c.jsonl"
+    monkeypatch.setenv(ENV_MODE, "none")
+    with cassette(path, mode="once") as tape, pytest.raises(CassetteError) as info:
+        ask(model(server), "Hi")
+    assert tape.effective_mode == "none" and f"forced by `{ENV_MODE}`" in str(info.value)
+    assert not server.requests and not path.exists()
+
+
+def test_env_all_re_records_a_cassette_opened_for_replay(server, tmp_path, monkeypatch):
+    path = tmp_path / "c.jsonl"
+    answers(server, "old", "new")
+    with cassette(path):
+        ask(model(server), "Hi")
+    monkeypatch.setenv(ENV_MODE, "all")
+    with cassette(path, mode="none"):
+        assert ask(model(server), "Hi") == ["new"]
+    assert [x["response"]["text"] for x in lines(path)] == ["new"]
+
+
+def test_env_none_blocks_live_calls_without_a_cassette_but_not_offline(server, monkeypatch):
+    monkeypatch.setenv(ENV_MODE, "none")
+    with pytest.raises(CassetteError, match="forbids live model calls") as info:
+        ask(model(server), "Hi")
+    assert "openai/gpt-4o-mini" in str(info.value) and not server.requests
+    assert ask(iModel(provider="offline", model="scripted", responses=["ok"]), "Hi") == ["ok"]
+    claude = iModel(provider="claude_code", cli_path="/nonexistent/claude")
+    with pytest.raises(CassetteError):  # at once: before any executable is looked for
+        claude.stream_cli(CLIRequest(prompt="Hi"))
+
+
+def test_env_with_an_unknown_mode_is_named(server, monkeypatch):
+    monkeypatch.setenv(ENV_MODE, "replay")
+    with pytest.raises(CassetteError, match=f"`{ENV_MODE}='replay'`.*once, new, none, all"):
+        ask(model(server), "Hi")
+
+
+def test_offline_models_pass_through_a_cassette(tmp_path):
+    path = tmp_path / "c.jsonl"
+    scripted = iModel(provider="offline", model="scripted", responses=["a", "b"])
+    with cassette(path, mode="none"):
+        assert ask(scripted, "x", "y") == ["a", "b"]
+    assert not path.exists() and len(scripted.endpoint.calls) == 2
+
+
+def test_bad_arguments_are_named(tmp_path):
+    with pytest.raises(CassetteError, match="once, new, none, all"):
+        Cassette(tmp_path / "c.jsonl", mode="record")
+    with pytest.raises(CassetteError, match="is a folder"):
+        Cassette(tmp_path)
+    with pytest.raises(CassetteError, match="takes a path"):
+        iModel(provider="offline", model="auto", cassette=42)
+
+
+# -- the file ------------------------------------------------------------------------------------
+def test_each_exchange_is_one_json_object_per_line_with_sorted_keys(server, tmp_path):
+    path = tmp_path / "c.jsonl"
+    answers(server, "Paris.", "Rome.")
+    with cassette(path):
+        ask(model(server, temperature=0), "Capital of France?", "And Italy?")
+    text = path.read_text()
+    assert text.endswith("\n") and len(text.splitlines()) == 2
+    for line in text.splitlines():
+        data = json.loads(line)
+        assert line == json.dumps(data, sort_keys=True, ensure_ascii=False)
+        assert set(data) == {"kind", "request", "response", "stream", "deltas"}
+        assert set(data["request"]) == {"provider", "model", "messages", "options"}
+        assert data["request"]["options"] == {"temperature": 0}
+
+
+def test_a_malformed_line_is_named(tmp_path):
+    path = tmp_path / "c.jsonl"
+    path.write_text('{"kind": "chat", "request": {}}\nnot json\n')
+    with pytest.raises(CassetteError, match="line 2, is not a recorded exchange"):
+        Cassette(path)
+
+
+# -- CLI endings -------------------------------------------------------------------------------
+class _Agent(CLIEndpoint):
+    """A CLI endpoint whose turn ends with a benign end-of-stream error chunk."""
+
+    provider = "test_agent"
+
+    def __init__(self) -> None:
+        super().__init__("v1")
+        self.runs = 0
+
+    async def stream(self, request: CLIRequest) -> AsyncGenerator[StreamChunk, None]:
+        self.runs += 1
+        yield StreamChunk(type="system", metadata={"session_id": "s-9"})
+        yield StreamChunk(type="text", content="Done.")
+        yield StreamChunk(type="error", content="stream closed", metadata={"benign_eos": True})
+        yield StreamChunk(type="text", content="never read")
+
+
+def test_a_cli_turn_ending_benignly_is_recorded_and_replayed(tmp_path):
+    from contextlib import aclosing
+
+    path = tmp_path / "agent.jsonl"
+
+    def turn() -> tuple[Branch, _Agent]:
+        agent = _Agent()
+        branch = Branch(chat_model=iModel(endpoint=agent))
+
+        async def main() -> None:
+            async with aclosing(branch.run("Go.")) as stream:
+                async for _ in stream:
+                    pass
+
+        anyio.run(main)
+        return branch, agent
+
+    with cassette(path):
+        live, agent = turn()
+    assert agent.runs == 1
+    events = lines(path)[0]["events"]
+    assert [e["type"] for e in events] == ["system", "text", "error"]
+    with cassette(path, mode="none"):
+        replayed, agent = turn()
+    assert agent.runs == 0 and replayed.chat_model.provider_session_id == "s-9"
+    assert [m.rendered for m in replayed.messages] == [m.rendered for m in live.messages]

@@ -1,0 +1,92 @@
+"""Batches and the session store: items' answers are autosaved as they arrive, and a provider
+batch resumed on a session restored from the store finds its branches there."""
+
+from __future__ import annotations
+
+import anyio
+
+from lion_nb import Session, iModel
+from lion_nb.store import open_store
+from tests.fakes.batch_api import BatchEmulator
+from tests.fakes.http_server import FakeProvider
+
+
+def test_live_answers_reach_the_store_as_they_arrive(tmp_path):
+    store = open_store(tmp_path / "sessions.db")
+    session = Session()
+    gate = anyio.Event()
+    answered: list[str] = []
+
+    async def play(messages, **_request):
+        prompt = messages[-1]["content"]
+        if prompt == "slow":
+            await gate.wait()
+        answered.append(prompt)
+        return f"answer: {prompt}"
+
+    session.default_branch.chat_model = iModel(provider="offline", model="function", function=play)
+    saver = store.autosave(session)
+
+    async def main():
+        run = session.map(["a", "b", "slow"], "{item}", concurrency=3)
+        while len(answered) < 2:
+            await anyio.sleep(0.01)
+        await anyio.sleep(0.05)
+        store.flush()
+        half = store.load(str(session.id))  # what a restart now would find
+        gate.set()
+        await run
+        return half
+
+    half = anyio.run(main)
+    saved = {b.name: [m.kind for m in b.messages] for b in half.branches if b.name}
+    assert saved["map-1[0]"] == saved["map-1[1]"] == ["instruction", "assistant_response"]
+    assert saved.get("map-1[2]", []) == []  # still running: nothing of it yet
+    store.flush()
+    done = store.load(str(session.id))
+    assert [m.kind for m in done.get_branch("map-1[2]").messages] == [
+        "instruction",
+        "assistant_response",
+    ]
+    saver.stop()
+    store.close()
+
+
+def test_a_resumed_batch_uses_the_branches_the_store_restored(tmp_path):
+    store = open_store(tmp_path / "sessions.db")
+    with FakeProvider() as fake:
+        emulator = BatchEmulator(fake, polls_to_finish=2)
+        session = Session()
+        session.default_branch.chat_model = iModel(
+            provider="anthropic", model="m", base_url=fake.anthropic_url
+        )
+        session.default_branch.msgs.add_message(system="Be brief.")
+        saver = store.autosave(session)
+
+        async def submit():
+            run = session.map(["x", "y"], "Say {item}", via="batch")
+            return await run.submit()
+
+        batch_id = anyio.run(submit)
+        saver.checkpoint()
+        store.flush()
+        saver.stop()
+
+        restored = store.load(str(session.id))  # the kernel restarted; the store had them
+        names = sorted(b.name for b in restored.branches if b.name)
+        assert names == ["map-1[0]", "map-1[1]"]  # pending: the clones, no answer yet
+        before = {b.name: b for b in restored.branches if b.name}
+
+        async def resume():
+            return await restored.resume_batch(batch_id, poll_interval=0.01)
+
+        assert anyio.run(resume) == ["answer: Say x", "answer: Say y"]
+        after = {b.name: b for b in restored.branches if b.name}
+        assert after["map-1[0]"] is before["map-1[0]"]  # found by id, not rebuilt
+        assert [m.kind for m in after["map-1[0]"].messages] == [
+            "system",
+            "instruction",
+            "assistant_response",
+        ]
+        assert emulator.batches[batch_id].state == "ended"
+    store.close()
