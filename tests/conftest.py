@@ -23,3 +23,40 @@ def _offline_by_default(monkeypatch: pytest.MonkeyPatch, tmp_path_factory) -> No
     monkeypatch.setenv("LION_HOME", str(tmp_path_factory.getbasetemp() / "lion_home"))
     # the session store (autosave, run buffers, log dumps) never lands in the repository
     monkeypatch.setenv("LION_NB_STORE", str(tmp_path_factory.mktemp("store") / ".lion_nb"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _close_shared_event_loops():
+    """Close the event loops the test session made that nothing else ever closes.
+
+    The in-process IPython shell runs cells on IPython's one shared asyncio loop, and
+    jupyter_client's synchronous API (`start_new_kernel`, `KernelManager`) runs on
+    jupyter_core's loop for the main thread; both live for the rest of the process and were
+    left open at its end (``ResourceWarning: unclosed event loop``). The session closes them,
+    as a program that started them would before exiting.
+    """
+    yield
+    import sys
+
+    helpers = sys.modules.get("IPython.core.async_helpers")
+    _close_loop(getattr(helpers, "_asyncio_event_loop", None))
+    utils = sys.modules.get("jupyter_core.utils")
+    holder = getattr(utils, "_loop", None)  # a ContextVar of this (the main) context
+    _close_loop(holder.get() if holder is not None else None)
+
+
+def _close_loop(loop) -> None:
+    """Cancel what is left on ``loop``, finish its async generators, and close it."""
+    import asyncio
+
+    if loop is None or loop.is_closed() or loop.is_running():
+        return
+    try:
+        pending = asyncio.all_tasks(loop)
+        for task in pending:
+            task.cancel()
+        if pending:
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        loop.run_until_complete(loop.shutdown_asyncgens())
+    finally:
+        loop.close()

@@ -2,15 +2,21 @@
 
 Every CLI endpoint maps its own wire events onto these seven types, so `Branch.run()` has
 one stream contract to record (ADR-0021 D3).
+
+A recorded turn is replayed many times (a cassette answers every re-run of a cell), so two
+helpers serve chunks that are validated once and handed out often: `validate_chunks` checks
+a whole list in one validator call, and `copy_chunk` makes an equal, independent chunk
+without validating it again -- several times cheaper than building it from its fields.
 """
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["ChunkType", "StreamChunk"]
+__all__ = ["ChunkType", "StreamChunk", "copy_chunk", "validate_chunks"]
 
 ChunkType = Literal["system", "thinking", "text", "tool_use", "tool_result", "result", "error"]
 
@@ -37,3 +43,50 @@ class StreamChunk(BaseModel):
     is_error: bool = False
     is_delta: bool = False
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+@cache
+def _list_adapter() -> Any:
+    from pydantic import TypeAdapter  # built on first use: importing this module stays cheap
+
+    return TypeAdapter(list[StreamChunk])
+
+
+def validate_chunks(data: Any) -> list[StreamChunk]:
+    """``data`` (a list of chunk objects as JSON) as chunks, checked in one validator call.
+
+    Raises `pydantic.ValidationError`, whose locations start with the index in ``data``."""
+    return _list_adapter().validate_python(data)
+
+
+_new, _assign = object.__new__, object.__setattr__
+
+
+def copy_chunk(chunk: StreamChunk) -> StreamChunk:
+    """An equal chunk sharing nothing mutable with ``chunk`` (nested dicts and lists are
+    copied), made without validation: only for a chunk that was validated already.
+
+    The object is made as `model_construct` makes it, minus the per-field work that makes
+    that slower than validating."""
+    values = chunk.__dict__.copy()
+    metadata = values["metadata"]
+    values["metadata"] = _copied(metadata) if metadata else {}
+    if values["tool_input"] is not None:
+        values["tool_input"] = _copied(values["tool_input"])
+    output = values["tool_output"]
+    if output.__class__ is dict or output.__class__ is list:
+        values["tool_output"] = _copied(output)
+    copy = _new(chunk.__class__)
+    _assign(copy, "__dict__", values)
+    _assign(copy, "__pydantic_fields_set__", set(chunk.__pydantic_fields_set__))
+    _assign(copy, "__pydantic_extra__", None)
+    _assign(copy, "__pydantic_private__", None)
+    return copy
+
+
+def _copied(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _copied(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copied(v) for v in value]
+    return value

@@ -103,7 +103,7 @@ def _sessions(magics: Any, args: Any) -> Table | None:
         }
         for info in infos
     ]
-    title = f"sessions in `{shown_path(store.path)}` · autosave {persistence.status()}"
+    title = f"sessions in {shown_path(store.path)} · autosave {persistence.status()}"
     return Table(
         ["", "id", "notebook", "branches", "messages", "active", "saved"], rows, title=title
     )

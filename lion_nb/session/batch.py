@@ -14,6 +14,10 @@ gives the results in input order. Design decisions:
   a few per turn of the event loop: each prepares an item (a clone, its prompt, its request)
   before it first waits, and a thousand of those in one turn would stall the loop -- and the
   kernel's other work -- for about a second.
+- **Per-item cost.** An item pays for its own work only: a clone of the snapshot (one copy
+  per snapshot message, addressed to the clone as it is made), its inclusion in the session
+  and two counter updates. Nothing is scanned per item -- not the other items, the session's
+  branches nor the run's results -- so the thousandth item costs what the first did.
 - **Failures are data.** An item's exception is kept on its `ItemResult` (status
   ``failed``); the run goes on. ``retry()`` runs again, on fresh clones, the items that
   failed, were stopped or never started; their earlier branches leave the session.

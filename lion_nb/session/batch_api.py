@@ -26,6 +26,11 @@ results in input order, failures, stop, retry, the same widget), with these deci
   here (the batch goes on at the provider; resume it later). **Retry** submits the failed
   and stopped items as a new provider batch, on fresh clones.
 - **Cost** estimates (with ``price=``) are halved: both providers bill batches at 50 %.
+- **Cassettes** record and replay the batch as one exchange (the service from
+  `batch_service` is wrapped when one is in force); the request capture and the decoding
+  of each item's answer are in-process, so the cassette never sees them as calls. A
+  replayed batch is submitted, ends and is collected with no network, and each item's
+  branch is recorded by the same live code from the recorded answer.
 """
 
 from __future__ import annotations
@@ -59,6 +64,7 @@ class _Capture(APIEndpoint):
     """Answers nothing: keeps the request the branch built."""
 
     provider = "capture"
+    in_process = True  # never recorded, replayed or blocked by a cassette: no call is made
 
     def __init__(self) -> None:
         super().__init__("capture")
@@ -71,6 +77,8 @@ class _Capture(APIEndpoint):
 
 class _Replay(APIEndpoint):
     """Answers with one batched result, decoded as the live endpoint would."""
+
+    in_process = True  # the batch it came from is what a cassette records (or replays)
 
     def __init__(self, service: Any, outcome: Any, provider: str, model: str):
         super().__init__(model)
@@ -145,8 +153,8 @@ class ProviderRun(BatchRun):
         except Exception as exc:
             self.state = "failed"
             self.error = exc
-            for result in self.items:
-                if result.status == "running" and self.batch_id is None:
+            for result in self.items:  # never submitted: each fails with the reason why
+                if result.status in ("pending", "running") and self.batch_id is None:
                     result.error = exc
                     self._set_status(result, "failed")
             raise

@@ -19,10 +19,13 @@ What is conversation state and what is not (ADR-0016 D2, D4):
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
+from uuid import uuid4
 
 from pydantic import PrivateAttr
 
@@ -64,6 +67,27 @@ def _as_model(value: Any, what: str) -> iModel:
     raise ConfigurationError(
         f"`{what}` takes an iModel, a dict from `iModel.to_dict()` or a "
         f'"provider/model" string; got {type(value).__name__}.'
+    )
+
+
+@functools.cache
+def _parts() -> SimpleNamespace:
+    """The classes a branch is built from, imported on first use (importing Branch stays
+    cheap) and looked up once, not on every construction."""
+    from ..models.imodel import iModel, iModelManager
+    from ..operations.manager import OperationManager
+    from ..protocols.actions import ActionManager
+    from ..protocols.logs import DataLogger, DataLoggerConfig
+    from ..protocols.message_manager import MessageManager
+
+    return SimpleNamespace(
+        iModel=iModel,
+        iModelManager=iModelManager,
+        OperationManager=OperationManager,
+        ActionManager=ActionManager,
+        DataLogger=DataLogger,
+        DataLoggerConfig=DataLoggerConfig,
+        MessageManager=MessageManager,
     )
 
 
@@ -130,29 +154,28 @@ class Branch(BranchVerbs, Element):
                 stacklevel=2,
             )
 
-        from ..models.imodel import iModel, iModelManager
-        from ..operations.manager import OperationManager
-        from ..protocols.actions import ActionManager
-        from ..protocols.logs import DataLogger, DataLoggerConfig
-        from ..protocols.message_manager import MessageManager
-
-        self._message_manager = MessageManager(messages)
+        parts = _parts()
+        # managers go into the private dict directly (see the hot accessors below): a batch
+        # builds one branch per item, and pydantic's private-attribute path costs microseconds
+        private = self.__pydantic_private__
+        manager = private["_message_manager"] = parts.MessageManager(messages)
         if system or system_datetime or use_lion_system_message:
-            self._message_manager.set_system(
+            manager.set_system(
                 self._build_system(system, system_sender, system_datetime, use_lion_system_message)
             )
-        self._message_manager.on_message_added.append(self._schedule_emit)
+        manager.on_message_added.append(self._schedule_emit)
 
-        chat = _as_model(chat_model, "chat_model") if chat_model is not None else iModel()
+        chat = _as_model(chat_model, "chat_model") if chat_model is not None else parts.iModel()
         parse = _as_model(parse_model, "parse_model") if parse_model is not None else chat
-        self._imodel_manager = iModelManager(chat, parse)
+        private["_imodel_manager"] = parts.iModelManager(chat, parse)
 
-        self._action_manager = ActionManager()
+        actions = private["_action_manager"] = parts.ActionManager()
         if tools is not None:
             many = isinstance(tools, (list, tuple, set, frozenset))
             tools = list(tools) if many else [tools]
-            self._action_manager.register_tools(tools)
+            actions.register_tools(tools)
 
+        DataLoggerConfig = parts.DataLoggerConfig
         if isinstance(log_config, DataLoggerConfig):
             config = log_config
         elif log_config:  # a truthy dict; None or {} means the default
@@ -166,9 +189,9 @@ class Branch(BranchVerbs, Element):
                 ) from exc
         else:
             config = DataLoggerConfig()
-        self._log_manager = DataLogger(config=config, logs=logs)
-        self._operation_manager = OperationManager()
-        self._memory = memory
+        private["_log_manager"] = parts.DataLogger(config=config, logs=logs)
+        private["_operation_manager"] = parts.OperationManager()
+        private["_memory"] = memory
 
     @staticmethod
     def _build_system(
@@ -459,30 +482,29 @@ class Branch(BranchVerbs, Element):
         """A new branch with copies of the messages (ADR-0016 D5 subset; see the module
         docstring for what is deliberately not copied)."""
         sender_id = str(getattr(sender, "id", sender)) if sender is not None else str(self.id)
-        chat = self.chat_model.copy() if self.chat_model.is_cli else self.chat_model
-        if self._imodel_manager.parse_is_chat:
+        models = self.mdls
+        chat = models.chat.copy() if models.chat.is_cli else models.chat
+        if models.parse_is_chat:
             parse = chat
         else:
-            parse = self.parse_model.copy() if self.parse_model.is_cli else self.parse_model
+            parse = models.parse.copy() if models.parse.is_cli else models.parse
         clone_from = {
             "id": str(self.id),
             "user": self.user,
             "created_at": self.created_at,
             "progression": [str(i) for i in self.messages.progression],
         }
-        clone = Branch(
+        new_id = uuid4()  # known before the copies are made, so each is made addressed
+        recipient = str(new_id)
+        return Branch(
+            id=new_id,
             user=self.user,
-            messages=[m.clone() for m in self.messages],
-            tools=list(self.tools.values()) or None,
+            messages=[m.clone(sender=sender_id, recipient=recipient) for m in self.messages],
+            tools=list(self.acts.registry.values()) or None,
             chat_model=chat,
             parse_model=parse,
             metadata={"clone_from": clone_from},
         )
-        new_id = str(clone.id)
-        for message in clone.messages:
-            message.sender = sender_id
-            message.recipient = new_id
-        return clone
 
     # -- connect -------------------------------------------------------------------------------------
     def connect(

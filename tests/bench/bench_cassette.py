@@ -6,11 +6,15 @@ turn of as many chunks from a scripted agent, then times (median of ``-n`` runs)
 
 - ``iModel.invoke`` replaying the stream to a listener (every delta delivered), the target
   being under 1 ms for 1,000 chunks;
-- ``iModel.stream_cli`` replaying the CLI turn to its end;
+- ``iModel.stream_cli`` replaying the CLI turn to its end (every chunk a fresh
+  `StreamChunk`, every text chunk delivered to a listener), same target;
 - a live ``offline/auto`` call of the same messages, the live in-process agent turn that
-  was recorded (building the same chunks), and the live loopback stream, for scale.
+  was recorded (validating the same chunks as it builds them), and the live loopback
+  stream, for scale.
 
-This is a report, not a test: it asserts nothing about timing.
+``results()`` gives the two replay figures as rows for ``tests/bench/run_all.py``, each with
+its ratio to the live exchange it stands in for. This is a report, not a test: it asserts
+nothing about timing.
 """
 
 from __future__ import annotations
@@ -77,7 +81,8 @@ async def median_us(once: Callable[[], Awaitable[Any]], n: int) -> float:
     return statistics.median(times) * 1e6
 
 
-async def main(n: int, chunks: int) -> None:
+async def measure(n: int, chunks: int) -> dict[str, float]:
+    """Every figure, in µs (medians), plus the cassette line's size in bytes."""
     folder = Path(tempfile.mkdtemp())
     api_tape, cli_tape = folder / "api.jsonl", folder / "cli.jsonl"
     received: list[str] = []
@@ -113,6 +118,13 @@ async def main(n: int, chunks: int) -> None:
             count += 1
         return count
 
+    async def replay_cli() -> int:
+        received.clear()
+        with streaming_to(sink):
+            count = await cli_turn()
+        assert count == chunks + 2 and len(received) == chunks
+        return count
+
     with cassette(cli_tape, mode="all"):
         await cli_turn()
     agent_live_us = await median_us(cli_turn, n)
@@ -126,17 +138,52 @@ async def main(n: int, chunks: int) -> None:
     with cassette(api_tape, mode="none"):
         replay_us = await median_us(replay_api, n)
     with cassette(cli_tape, mode="none"):
-        cli_us = await median_us(cli_turn, n)
+        cli_us = await median_us(replay_cli, n)
     offline_us = await median_us(offline_call, n)
 
-    size = api_tape.stat().st_size
+    return {
+        "replay_us": replay_us,
+        "cli_us": cli_us,
+        "agent_live_us": agent_live_us,
+        "offline_us": offline_us,
+        "live_us": live_us,
+        "size": api_tape.stat().st_size,
+    }
+
+
+def results(n: int = 200, chunks: int = 1000) -> list[tuple[str, str, str, float | None]]:
+    """Rows ``(figure, value, target, ratio)`` for ``tests/bench/run_all.py``: each replay
+    over the live exchange it replaces."""
+    f = anyio.run(measure, n, chunks)
+    return [
+        (
+            f"API stream replay, {chunks:,} deltas (vs live loopback)",
+            f"{f['replay_us']:.0f} us",
+            "< 1000 us",
+            f["replay_us"] / f["live_us"],
+        ),
+        (
+            f"CLI turn replay, {chunks:,} chunks (vs live in-process agent)",
+            f"{f['cli_us']:.0f} us",
+            "< 1000 us",
+            f["cli_us"] / f["agent_live_us"],
+        ),
+    ]
+
+
+async def main(n: int, chunks: int) -> None:
+    f = await measure(n, chunks)
     print(f"replay overhead per exchange ({chunks}-chunk stream, median of {n}):")
-    print(f"  API stream replayed to a listener   {replay_us:9.0f} µs   (target < 1000 µs)")
-    print(f"  CLI turn replayed to its end        {cli_us:9.0f} µs")
-    print(f"  live in-process agent, same chunks  {agent_live_us:9.0f} µs")
-    print(f"  live offline/auto call (reference)  {offline_us:9.0f} µs")
-    print(f"  live loopback stream that was taped {live_us:9.0f} µs")
-    print(f"  replay / live loopback: {replay_us / live_us:.3f}x; cassette line {size:,} bytes")
+    print(f"  API stream replayed to a listener   {f['replay_us']:9.0f} µs   (target < 1000 µs)")
+    print(f"  CLI turn replayed to its end        {f['cli_us']:9.0f} µs   (target < 1000 µs)")
+    print(f"  live in-process agent, same chunks  {f['agent_live_us']:9.0f} µs")
+    print(f"  live offline/auto call (reference)  {f['offline_us']:9.0f} µs")
+    print(f"  live loopback stream that was taped {f['live_us']:9.0f} µs")
+    print(
+        f"  API replay / live loopback: {f['replay_us'] / f['live_us']:.3f}x; "
+        f"CLI replay / live agent: {f['cli_us'] / f['agent_live_us']:.2f}x; "
+        f"cassette line {f['size']:,} bytes"
+    )
 
 
 if __name__ == "__main__":

@@ -196,8 +196,11 @@ class JupyterServer:
 
     def start_session(self, path: str, kernel: str = KERNEL) -> dict:
         """Start (or find) the notebook session of ``path``. The server answers at once and
-        the kernel boots while the page loads; the page then joins this session."""
-        body = {"path": path, "name": path, "type": "notebook", "kernel": {"name": kernel}}
+        the kernel boots while the page loads; the page then joins this session. Its name is
+        the file's name, as JupyterLab gives it: the server sets the kernel's
+        ``JPY_SESSION_NAME`` to the notebook's folder joined with that name."""
+        name = path.rsplit("/", 1)[-1]
+        body = {"path": path, "name": name, "type": "notebook", "kernel": {"name": kernel}}
         return self.api("POST", "sessions", body)
 
     def shutdown_kernels(self) -> None:

@@ -14,6 +14,12 @@ between events, malformed JSON. Every request is recorded (method, path, headers
 arrival time, requests in flight when it arrived), and the most requests in flight at once
 is tracked.
 
+The Messages route keeps one rule of the real API that a fake would otherwise hide: a request
+whose messages hold ``tool_use`` or ``tool_result`` blocks must define ``tools``, else the API
+answers 400 ``invalid_request_error`` ("Requests which include `tool_use` or `tool_result`
+blocks must define tools."). That refusal comes before any scripted reply, which stays queued;
+``anthropic_rules = False`` turns it off.
+
 ``routes`` (functions ``Recorded -> Script | None``, tried in order before the queue) let a
 test add an API, GET requests included (`tests.fakes.batch_api` plays the providers' batch
 services this way); ``default_delay`` slows every unscripted reply, so that load tests have
@@ -47,6 +53,8 @@ ANTHROPIC_TEXT = {
     "stop_sequence": None,
     "usage": {"input_tokens": 12, "output_tokens": 5},
 }
+
+_TOOL_BLOCKS = frozenset({"tool_use", "tool_result"})
 
 
 def sse_events(name_or_text: str) -> list[str]:
@@ -95,8 +103,8 @@ class FakeProvider:
         self._counter = 0
         self.routes: list[Callable[[Recorded], Script | None]] = []
         self.default_delay = 0.0
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-        self._server.daemon_threads = True
+        self.anthropic_rules = True
+        self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.fake = self  # type: ignore[attr-defined]
         self._server.handle_error = lambda request, address: None  # type: ignore[method-assign]
         self._thread = threading.Thread(
@@ -170,8 +178,11 @@ class FakeProvider:
 
     # -- used by the handler -------------------------------------------------------------------
     def _next(self, path: str, body: Any, recorded: Recorded | None = None) -> Script:
+        refusal = self._anthropic_refusal(path, body) if self.anthropic_rules else None
         with self._lock:
             self._counter += 1
+            if refusal is not None:
+                return refusal
             if self._queue:
                 return self._queue.popleft()
         for route in list(self.routes) if recorded is not None else ():
@@ -193,6 +204,23 @@ class FakeProvider:
             return Script(body=ANTHROPIC_TEXT, first_byte_delay=delay)
         return Script(status=404, body={"error": {"message": f"no route {path}"}})
 
+    @staticmethod
+    def _anthropic_refusal(path: str, body: Any) -> Script | None:
+        """The Messages API's 400 for tool blocks in a request that defines no tools."""
+        if not path.endswith("/v1/messages") or not isinstance(body, dict) or body.get("tools"):
+            return None
+        blocks = (
+            block
+            for message in body.get("messages") or ()
+            if isinstance(message, dict) and isinstance(message.get("content"), list)
+            for block in message["content"]
+        )
+        if not any(isinstance(b, dict) and b.get("type") in _TOOL_BLOCKS for b in blocks):
+            return None
+        message = "Requests which include `tool_use` or `tool_result` blocks must define tools."
+        error = {"type": "invalid_request_error", "message": message}
+        return Script(status=400, body={"type": "error", "error": error})
+
     def _enter(self, recorded: Recorded | None = None) -> int:
         with self._lock:
             self._in_flight += 1
@@ -204,6 +232,13 @@ class FakeProvider:
     def _leave(self) -> None:
         with self._lock:
             self._in_flight -= 1
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    # the listen backlog: the stdlib's 5 overflows when a client opens 20 connections at
+    # once, and the kernel then resets some of them (a ReadError on the client's side)
+    request_queue_size = 128
 
 
 class _Handler(BaseHTTPRequestHandler):

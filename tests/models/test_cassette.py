@@ -324,9 +324,41 @@ def test_each_exchange_is_one_json_object_per_line_with_sorted_keys(server, tmp_
 
 def test_a_malformed_line_is_named(tmp_path):
     path = tmp_path / "c.jsonl"
-    path.write_text('{"kind": "chat", "request": {}}\nnot json\n')
+    path.write_text('{"kind": "chat", "request": {}, "response": {}}\nnot json\n')
     with pytest.raises(CassetteError, match="line 2, is not a recorded exchange"):
         Cassette(path)
+
+
+@pytest.mark.parametrize(
+    ("line", "named"),
+    [
+        ({"kind": "chat", "request": {}}, "`response` is an object"),
+        ({"kind": "chat", "request": {}, "response": {}, "deltas": [1]}, "`deltas`"),
+        ({"kind": "run", "request": {}}, "`events` is a list"),
+        (
+            {"kind": "run", "request": {}, "events": [{"type": "text"}, {"type": "txt"}]},
+            "events[1].type",
+        ),
+        (
+            {"kind": "run", "request": {}, "events": [{"type": "text", "colour": 1}]},
+            "events[0].colour",
+        ),
+        ({"kind": "batch", "request": {}, "results": []}, "`batch`"),
+        ({"kind": "batch", "request": {}, "batch": {"id": "b", "state": "ended"}}, "`results`"),
+        ({"kind": "tape", "request": {}}, "`kind` is one of chat, run, batch"),
+    ],
+)
+def test_a_hand_edited_line_fails_on_opening_naming_the_field(tmp_path, line, named):
+    """Every field a replay relies on is checked when the file is opened -- a CLI turn's
+    chunks included -- so a bad edit is a `CassetteError` with its line, never a pydantic
+    error halfway through a replay."""
+    path = tmp_path / "c.jsonl"
+    good = {"kind": "chat", "request": {"model": "m"}, "response": {"text": "ok"}}
+    path.write_text(json.dumps(good) + "\n" + json.dumps(line) + "\n")
+    with pytest.raises(CassetteError) as info:
+        Cassette(path)
+    assert "line 2, is not a recorded exchange" in str(info.value)
+    assert named in str(info.value) and "mode `all`" in str(info.value)
 
 
 # -- CLI endings -------------------------------------------------------------------------------
@@ -373,3 +405,51 @@ def test_a_cli_turn_ending_benignly_is_recorded_and_replayed(tmp_path):
         replayed, agent = turn()
     assert agent.runs == 0 and replayed.chat_model.provider_session_id == "s-9"
     assert [m.rendered for m in replayed.messages] == [m.rendered for m in live.messages]
+
+
+class _Reporter(CLIEndpoint):
+    """A CLI turn whose chunks carry nested data: a tool call, its result and the usage."""
+
+    provider = "test_reporter"
+
+    def __init__(self) -> None:
+        super().__init__("v1")
+
+    async def stream(self, request: CLIRequest) -> AsyncGenerator[StreamChunk, None]:
+        yield StreamChunk(type="system", metadata={"session_id": "s-2"})
+        yield StreamChunk(type="tool_use", tool_id="t1", tool_name="ls", tool_input={"p": ["."]})
+        yield StreamChunk(type="tool_result", tool_id="t1", tool_output=[{"name": "a.py"}])
+        yield StreamChunk(type="text", content="One file.", is_delta=True)
+        usage = {"input_tokens": 5, "output_tokens": 2}
+        yield StreamChunk(type="result", metadata={"usage": usage, "cost_usd": 0.01})
+
+
+def test_each_replay_yields_fresh_chunks_equal_to_the_recorded_ones(tmp_path):
+    """Replayed chunks are copies of chunks validated once: equal to what the agent sent,
+    and independent -- what a consumer does to one replay's chunks never reaches the next."""
+    path = tmp_path / "agent.jsonl"
+    agent = iModel(endpoint=_Reporter())
+
+    async def turn() -> list[StreamChunk]:
+        return [c async for c in agent.stream_cli(CLIRequest(prompt="Count files."))]
+
+    with cassette(path):
+        live = anyio.run(turn)
+    with cassette(path, mode="none") as tape:
+        first = anyio.run(turn)
+        for chunk in first:  # a careless consumer
+            chunk.metadata["seen"] = True
+            chunk.content = "changed"
+            if chunk.tool_input:
+                chunk.tool_input["p"].append("..")
+            if chunk.tool_output:
+                chunk.tool_output[0]["name"] = "b.py"
+        first[-1].metadata["usage"]["input_tokens"] = 999
+        second = anyio.run(turn)
+    assert tape.replayed == 2
+    assert [type(c) for c in second] == [StreamChunk] * len(live)
+    assert second == live
+    assert [c.model_dump() for c in second] == [c.model_dump() for c in live]
+    assert [c.model_fields_set for c in second] == [c.model_fields_set for c in live]
+    assert second[-1].metadata["usage"] == {"input_tokens": 5, "output_tokens": 2}
+    assert agent.provider_session_id == "s-2"

@@ -6,7 +6,9 @@ stream its text deltas, for a CLI agent its chunks, in order). Keys, tokens and
 authorization headers are never written. Recording and replay happen at lion_nb's own model
 seam (`iModel.invoke`, `iModel.stream_cli`), which every provider goes through -- HTTP and
 CLI, streamed or not -- so a replay drives the same deltas, signals, tool calls, recorded
-messages, provider sessions, usage and cost as the original run.
+messages, provider sessions, usage and cost as the original run. A provider batch
+(``map(..., via="batch")``) is one exchange, recorded and replayed by its batch service
+(`_batches`).
 
 One mechanism, three switches (see `scope`): ``iModel(..., cassette=PATH)``;
 ``with cassette(PATH, mode=...):`` around code; ``%lion cassette PATH [--mode ...]`` for

@@ -37,7 +37,7 @@ def differences(recorded: Any, now: Any, path: str = "") -> list[tuple[str, Any,
 
 def _field_order(key: str) -> tuple[int, str]:
     """What identifies a request first, then what it says."""
-    first = ("provider", "model", "messages", "resume", "tools", "response_format")
+    first = ("provider", "model", "items", "messages", "resume", "tools", "response_format")
     return (first.index(key), key) if key in first else (len(first), key)
 
 

@@ -10,9 +10,19 @@ Both are plain JSON, built here and nowhere else, so recording and matching cann
 - A CLI turn becomes the same shape: its system text and prompt are ``messages`` (so a
   difference reads ``messages[1].content`` for every provider), plus ``resume`` (the
   provider session it continues) and the endpoint settings that steer the agent.
+- A provider batch (``map(..., via="batch")``) is one request too: provider, model and its
+  ``items`` in order, each with its ``custom_id`` and the same fields as a chat request (so a
+  difference reads ``items[1].messages[1].content``).
 - An API answer is the final `ModelResponse` and, for a stream, its text deltas in order; a
-  CLI turn is its `StreamChunk`s in order. No timing is kept: lines stay stable across
-  re-recordings, so a diff shows only what the model said differently.
+  CLI turn is its `StreamChunk`s in order; a batch is its final status (``batch``) and the
+  provider's result lines as it sent them (``results``), read back by the service's own
+  parser. No timing is kept: lines stay stable across re-recordings, so a diff shows only
+  what the model said differently.
+
+`check` is the one place a line read from a file is judged: every field replay relies on is
+checked when the file is opened (a CLI turn's chunks in one validator call, kept for every
+replay), so a hand-edited line fails at once with its line number and field, never halfway
+through a replay.
 
 Every string passes through `redact` before it is written or matched, so no known key, no
 secret environment value and no authorization header can reach a file. Headers, keys and
@@ -26,20 +36,27 @@ from typing import Any
 
 from ..endpoints.base import ModelResponse, ToolCall
 from ..secrets import redact
-from ..stream import StreamChunk
+from ..stream import StreamChunk, validate_chunks
 
 __all__ = [
+    "KINDS",
     "LOCAL_PROVIDERS",
     "api_request",
+    "batch_request",
     "canonical",
-    "chunk_from_json",
+    "check",
     "chunk_to_json",
     "clean",
     "cli_request",
     "encode_line",
     "response_from_json",
     "response_to_json",
+    "status_from_json",
+    "status_to_json",
 ]
+
+#: what a line records: an API call, a CLI turn, a provider batch
+KINDS = ("chat", "run", "batch")
 
 #: answered in-process, deterministic and free: never recorded, never replayed
 LOCAL_PROVIDERS = frozenset({"offline", "offline_cli"})
@@ -79,20 +96,31 @@ def _options(options: dict[str, Any]) -> dict[str, Any]:
 
 
 # -- requests ------------------------------------------------------------------------------------
-def api_request(imodel: Any, request: Any) -> dict[str, Any]:
-    """A `ChatRequest` (options already merged with the model's) as a cassette request."""
-    data: dict[str, Any] = {
-        "provider": imodel.provider,
-        "model": imodel.model,
-        "messages": request.messages,
-    }
+def _chat_fields(request: Any, options: dict[str, Any]) -> dict[str, Any]:
+    data: dict[str, Any] = {"messages": request.messages}
     if request.tools:
         data["tools"] = request.tools
     if request.response_format:
         data["response_format"] = request.response_format
-    if options := _options(request.options):
+    if options := _options(options):
         data["options"] = options
-    return clean(data)
+    return data
+
+
+def api_request(imodel: Any, request: Any) -> dict[str, Any]:
+    """A `ChatRequest` (options already merged with the model's) as a cassette request."""
+    head = {"provider": imodel.provider, "model": imodel.model}
+    return clean({**head, **_chat_fields(request, request.options)})
+
+
+def batch_request(imodel: Any, requests: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A provider batch, ``[(custom_id, ChatRequest)]``, as one cassette request; each item's
+    options are merged with the model's, as the batch service merges them."""
+    items = [
+        {"custom_id": cid, **_chat_fields(request, {**imodel.options, **request.options})}
+        for cid, request in requests
+    ]
+    return clean({"provider": imodel.provider, "model": imodel.model, "items": items})
 
 
 def cli_request(imodel: Any, request: Any) -> dict[str, Any]:
@@ -147,5 +175,70 @@ def chunk_to_json(chunk: Any) -> dict[str, Any]:
     return chunk.model_dump(mode="json", exclude_defaults=True)
 
 
-def chunk_from_json(data: dict[str, Any]) -> StreamChunk:
-    return StreamChunk.model_validate(data)
+def status_to_json(status: Any) -> dict[str, Any]:
+    """A `BatchStatus` without its raw provider object (timestamps, file ids)."""
+    return {
+        "id": status.id,
+        "state": status.state,
+        "total": status.total,
+        "succeeded": status.succeeded,
+        "failed": status.failed,
+    }
+
+
+def status_from_json(data: dict[str, Any]) -> Any:
+    from ..endpoints.batches import BatchStatus
+
+    return BatchStatus(
+        id=data["id"],
+        state=data["state"],
+        total=data.get("total") or 0,
+        succeeded=data.get("succeeded") or 0,
+        failed=data.get("failed") or 0,
+    )
+
+
+# -- reading a line back -------------------------------------------------------------------------
+def check(data: Any) -> tuple[str, dict[str, Any], list[StreamChunk] | None]:
+    """``(kind, request, chunks)`` of a parsed line -- ``chunks`` are a CLI turn's, validated
+    -- or `ValueError` naming the first field that replay could not use."""
+    if not isinstance(data, dict):
+        raise ValueError("a line is one JSON object")
+    kind, request = data.get("kind"), data.get("request")
+    if kind not in KINDS:
+        raise ValueError(f"`kind` is one of {', '.join(KINDS)}, not {kind!r}")
+    if not isinstance(request, dict):
+        raise ValueError("`request` is an object")
+    chunks = None
+    if kind == "chat":
+        _expect(data, "response", dict, "an object")
+        deltas = data.get("deltas", [])
+        if not isinstance(deltas, list) or not all(isinstance(d, str) for d in deltas):
+            raise ValueError("`deltas` is a list of strings")
+    elif kind == "run":
+        events = _expect(data, "events", list, "a list")
+        from pydantic import ValidationError
+
+        try:
+            chunks = validate_chunks(events)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = "events" + "".join(
+                f"[{part}]" if isinstance(part, int) else f".{part}" for part in first["loc"]
+            )
+            raise ValueError(f"`{where}`: {first['msg']}") from None
+    else:
+        batch = _expect(data, "batch", dict, "an object")
+        if not isinstance(batch.get("id"), str) or not isinstance(batch.get("state"), str):
+            raise ValueError("`batch` has an `id` and a `state` (strings)")
+        results = _expect(data, "results", list, "a list")
+        if not all(isinstance(line, dict) for line in results):
+            raise ValueError("`results` is a list of objects")
+    return kind, request, chunks
+
+
+def _expect(data: dict[str, Any], key: str, kind: type, what: str) -> Any:
+    value = data.get(key)
+    if not isinstance(value, kind):
+        raise ValueError(f"`{key}` is {what}")
+    return value

@@ -9,7 +9,9 @@ signals, the recorded messages, the live view -- cannot tell the difference:
 - a CLI turn yields the recorded `StreamChunk`s in order, and, as the subprocess endpoints
   do, sets the model's provider session id from them (so the next turn resumes the recorded
   session) and sends each text chunk to the listener. Usage and cost travel in the recorded
-  ``result`` chunk.
+  ``result`` chunk. The chunks were validated when the cassette was opened; each replay
+  yields fresh copies of them (`copy_chunk`), so what a consumer does to one replay's chunks
+  never reaches the next, and no chunk is parsed or validated again.
 
 While recording, deltas are captured by teeing the listener that is already there (or, for
 a call that streams with no listener, a tap in its place): a recorder never turns a
@@ -28,14 +30,8 @@ from typing import Any
 import anyio.lowlevel
 
 from ..endpoints.base import current_sink, emit_text_delta, streaming_to, wants_stream
-from ._format import (
-    api_request,
-    chunk_from_json,
-    chunk_to_json,
-    cli_request,
-    response_from_json,
-    response_to_json,
-)
+from ..stream import StreamChunk, copy_chunk
+from ._format import api_request, chunk_to_json, cli_request, response_from_json, response_to_json
 from .recording import Cassette
 
 __all__ = ["complete", "stream"]
@@ -50,8 +46,9 @@ async def complete(
 ) -> Any:
     """The `ModelResponse` for ``request``: replayed, or from ``live`` and recorded."""
     normalized = api_request(imodel, request)
-    recorded = tape.take("chat", normalized, _label(imodel))
-    if recorded is not None:
+    entry = tape.take("chat", normalized, _label(imodel))
+    if entry is not None:
+        recorded = entry.data()
         await anyio.lowlevel.checkpoint()  # a replay is a call: it yields, and can be cancelled
         if wants_stream():
             deltas = recorded.get("deltas") or []
@@ -87,23 +84,22 @@ def stream(
 ) -> AsyncGenerator[Any, None]:
     """The chunks of one CLI turn: replayed, or from ``live`` and recorded at its end."""
     normalized = cli_request(imodel, request)
-    recorded = tape.take("run", normalized, _label(imodel))
-    if recorded is not None:
-        return _replay(imodel, recorded.get("events") or [])
+    entry = tape.take("run", normalized, _label(imodel))
+    if entry is not None:
+        return _replay(imodel, entry.chunks or [])
     return _record(tape, normalized, live(request))
 
 
-async def _replay(imodel: Any, events: list[dict[str, Any]]) -> AsyncGenerator[Any, None]:
+async def _replay(imodel: Any, chunks: list[StreamChunk]) -> AsyncGenerator[Any, None]:
     await anyio.lowlevel.checkpoint()
     endpoint = imodel.endpoint
-    for data in events:
-        chunk = chunk_from_json(data)
-        session_id = chunk.metadata.get("session_id")
+    for recorded in chunks:
+        session_id = recorded.metadata.get("session_id")
         if session_id:
             endpoint.session_id = session_id
-        if chunk.type == "text" and chunk.content:
-            emit_text_delta(chunk.content)
-        yield chunk
+        if recorded.type == "text" and recorded.content:
+            emit_text_delta(recorded.content)
+        yield copy_chunk(recorded)
 
 
 async def _record(

@@ -27,6 +27,10 @@ end (or to a benign end of stream). A failure is never recorded -- replaying a c
 error or a rate limit forever would only hide it -- so a failed call is simply made again
 next time. Each exchange is appended as one line when it completes, so an interrupted
 recording keeps what it had.
+
+Every line is checked when the file is opened (`_format.check`); a CLI turn's chunks are
+validated then, once, and each replay hands out copies of them (`copy_chunk`), so replaying
+a long turn costs copying its chunks, not parsing and validating them again.
 """
 
 from __future__ import annotations
@@ -39,11 +43,12 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import LionError
+from ..stream import StreamChunk
 from ._diff import describe, nearest
-from ._format import canonical, clean, encode_line
+from ._format import canonical, check, clean, encode_line
 from ._modes import ENV_MODE, MODES
 
-__all__ = ["Cassette", "CassetteError"]
+__all__ = ["Cassette", "CassetteError", "Recording"]
 
 _WRITING = threading.Lock()  # one writer at a time, whichever cassette object writes
 _RERECORDED: dict[Path, set[str]] = {}  # lines this process wrote in mode `all`, per file
@@ -55,12 +60,19 @@ class CassetteError(LionError):
 
 
 @dataclass(slots=True)
-class _Entry:
+class Recording:
+    """One recorded exchange. ``data()`` parses it afresh for each replay; ``chunks`` are a
+    CLI turn's chunks, validated once -- hand out copies (`copy_chunk`), never these."""
+
     key: str
     kind: str
     request: dict[str, Any]
-    line: str  # the exchange as written, parsed again for each replay (a fresh copy)
+    line: str  # the exchange as written
     number: int  # line number in the file (1-based)
+    chunks: list[StreamChunk] | None = None
+
+    def data(self) -> dict[str, Any]:
+        return json.loads(self.line)
 
 
 def check_mode(mode: Any, where: str = "mode") -> str:
@@ -88,8 +100,8 @@ class Cassette:
         if self.path.is_dir():
             raise CassetteError(f"Cassette `{self.path}` is a folder; give a `.jsonl` file.")
         self._lock = threading.Lock()
-        self._entries: list[_Entry] = []
-        self._by_key: dict[str, list[_Entry]] = {}
+        self._entries: list[Recording] = []
+        self._by_key: dict[str, list[Recording]] = {}
         self._played: dict[str, int] = {}
         self._rewritten = False  # `all`: the old content was replaced already
         self.replayed = 0
@@ -103,6 +115,12 @@ class Cassette:
     def effective_mode(self) -> str:
         """The mode in force: `ENV_MODE` when set, else this cassette's own."""
         return forced_mode() or self.mode
+
+    @property
+    def replay_only(self) -> bool:
+        """Whether nothing may be recorded now (``none``, or ``once`` on an existing file)."""
+        mode = self.effective_mode
+        return mode == "none" or (mode == "once" and self.existed)
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -143,32 +161,29 @@ class Cassette:
                 if not line:
                     continue
                 try:
-                    data = json.loads(line)
-                    kind, request = data["kind"], data["request"]
-                    if not isinstance(request, dict) or kind not in ("chat", "run"):
-                        raise ValueError("`kind` is chat or run and `request` an object")
-                except (ValueError, KeyError, TypeError) as exc:
+                    kind, request, chunks = check(json.loads(line))
+                except ValueError as exc:  # a JSON syntax error is a ValueError too
+                    detail = str(exc) if type(exc) is ValueError else f"{type(exc).__name__}: {exc}"
                     raise CassetteError(
                         f"Cassette `{self.path}`, line {number}, is not a recorded exchange "
-                        f"({type(exc).__name__}: {exc}). Fix the line, or re-record the file "
-                        "with mode `all`."
+                        f"({detail}). Fix the line, or re-record the file with mode `all`."
                     ) from None
-                self._add(_Entry(canonical(kind, request), kind, request, line, number))
+                self._add(Recording(canonical(kind, request), kind, request, line, number, chunks))
 
     def _read_lines(self) -> list[str]:
         if not self.path.is_file():
             return []
         return [x for x in self.path.read_text(encoding="utf-8").splitlines() if x.strip()]
 
-    def _add(self, entry: _Entry) -> None:
+    def _add(self, entry: Recording) -> None:
         self._entries.append(entry)
         self._by_key.setdefault(entry.key, []).append(entry)
 
     # -- using ---------------------------------------------------------------------------------
-    def take(self, kind: str, request: dict[str, Any], label: str) -> dict[str, Any] | None:
-        """The recorded exchange that answers ``request`` (a fresh copy), or ``None`` when
-        the provider is to be called and the exchange recorded. Raises `CassetteError` when
-        the mode allows neither. ``label`` names the model in messages."""
+    def take(self, kind: str, request: dict[str, Any], label: str) -> Recording | None:
+        """The recording that answers ``request``, or ``None`` when the provider is to be
+        called and the exchange recorded. Raises `CassetteError` when the mode allows
+        neither. ``label`` names the model in messages."""
         key = canonical(kind, request)
         mode = self.effective_mode
         if mode == "all" or (mode == "once" and not self.existed):
@@ -186,12 +201,27 @@ class Cassette:
             else:
                 raise CassetteError(self._no_match(kind, request, label, mode))
             self.replayed += 1
-        return json.loads(entry.line)
+        return entry
+
+    def find(self, kind: str, match: Any) -> Recording | None:
+        """The last recording of ``kind`` whose parsed exchange satisfies ``match`` (a
+        batch looked up by its id when it is resumed rather than submitted), counted as
+        replayed; ``None`` without one or while recording everything."""
+        mode = self.effective_mode
+        if mode == "all" or (mode == "once" and not self.existed):
+            return None
+        with self._lock:
+            for entry in reversed(self._entries):
+                if entry.kind == kind and match(entry.data()):
+                    self.replayed += 1
+                    return entry
+        return None
 
     def record(self, kind: str, request: dict[str, Any], payload: dict[str, Any]) -> None:
         """Append one complete exchange (its request already normalized)."""
         exchange = {**clean(payload), "kind": kind, "request": request}
         line = encode_line(exchange)
+        chunks = check(exchange)[2]
         with self._lock, _WRITING:
             rerecording = self.effective_mode == "all"
             mine = _RERECORDED.setdefault(self.path.resolve(), set())
@@ -207,7 +237,8 @@ class Cassette:
                     fh.write(line + "\n")
             if rerecording:
                 mine.add(line)
-            entry = _Entry(canonical(kind, request), kind, request, line, len(self._entries) + 1)
+            number = len(self._entries) + 1
+            entry = Recording(canonical(kind, request), kind, request, line, number, chunks)
             self._add(entry)
             self._played[entry.key] = len(self._by_key[entry.key])  # consumed by this call
             self.recorded += 1
@@ -227,7 +258,7 @@ class Cassette:
             return f"{head} The file does not exist. {how}"
         close = nearest(request, [(e.number, e.request) for e in self._entries if e.kind == kind])
         if close is None:
-            what = "CLI runs" if kind == "run" else "API calls"
+            what = {"run": "CLI runs", "batch": "provider batches"}.get(kind, "API calls")
             return f"{head} It holds no {what}. {how}"
         line, found = close
         return (

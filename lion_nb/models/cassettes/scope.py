@@ -14,7 +14,9 @@ For each call of a model that reaches outside the process, the first of these ap
    fails at once instead of hanging or spending.
 
 The offline providers are local and deterministic: their calls are never recorded, never
-replayed and never blocked.
+replayed and never blocked. So is any endpoint that answers in-process (``in_process =
+True``), such as the batch service's request capture and result decoding, whose batch is
+recorded as a whole (`_batches`).
 """
 
 from __future__ import annotations
@@ -79,7 +81,8 @@ def cassette_for(imodel: Any) -> Cassette | None:
     """The cassette for a call of ``imodel``, or ``None`` for a live call.
 
     Raises `CassetteError` when ``LION_NB_CASSETTE_MODE=none`` forbids the live call."""
-    if imodel.endpoint.provider in LOCAL_PROVIDERS:
+    endpoint = imodel.endpoint
+    if endpoint.provider in LOCAL_PROVIDERS or getattr(endpoint, "in_process", False):
         return None
     tape = getattr(imodel, "cassette", None)
     if tape is None:

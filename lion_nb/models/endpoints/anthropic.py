@@ -18,6 +18,19 @@ other tools are offered too, so it may still use them first). The call's input i
 answer: `ModelResponse.text` is ``json.dumps(input)`` and the call is not reported as a tool
 call. A schema that is not an object is wrapped as ``{"value": schema}`` and unwrapped.
 
+Tool history in a turn without tools. The API refuses a request whose messages hold
+``tool_use`` or ``tool_result`` blocks unless it defines ``tools`` (400 "Requests which
+include `tool_use` or `tool_result` blocks must define tools."), and a plain turn after a turn
+with tools is common: a ``%%lion`` cell without ``-t``, ReAct's final answer, `communicate`
+after `operate`. Such a request offers the tools the history used, with
+``tool_choice={"type": "none"}``, so nothing can be called: each with the schema this endpoint
+last sent for it, or a stand-in (an open object schema, described as not offered now) for a
+tool it never sent (a branch restored or answered by another model). The other way out,
+writing the earlier calls and results as prose, was not taken: the model would read its own
+calls in a form it never produced, may imitate that form in its answer, and image results
+would be lost; the native blocks keep the conversation exactly as the model saw it. A
+``tool_choice`` of ``none`` with nothing offered is dropped (it is the default then).
+
 Streaming errors. An ``event: error`` before any content block started is raised as the
 provider's typed error (``overloaded_error`` -> `OverloadedError`), after content as
 `StreamInterruptedError` whose message includes the provider's message; neither is retried
@@ -56,6 +69,9 @@ _STOP = {
     "refusal": "content_filter",
 }
 _TOOL_CHOICE = {"auto": {"type": "auto"}, "none": {"type": "none"}, "required": {"type": "any"}}
+_NO_TOOL = {"type": "none"}
+_REMEMBERED_TOOLS = 256  # schemas kept per endpoint for later turns without tools
+_STAND_IN = "Offered in an earlier turn of this conversation; not offered now."
 
 
 @dataclass(slots=True, frozen=True)
@@ -74,6 +90,10 @@ class AnthropicEndpoint(HTTPEndpoint):
     default_key_env: ClassVar[str | None] = "ANTHROPIC_API_KEY"
     key_header: ClassVar[str] = "x-api-key"
     key_prefix: ClassVar[str] = ""
+
+    def __init__(self, model: str, **kwargs: Any):
+        super().__init__(model, **kwargs)
+        self._sent_tools: dict[str, dict[str, Any]] = {}  # name -> the tool as last sent
 
     async def complete(self, request: ChatRequest) -> ModelResponse:
         auth = self.request_auth()  # the key is read from its `Secret` only when sent
@@ -121,12 +141,29 @@ class AnthropicEndpoint(HTTPEndpoint):
             tool_choice = {"type": "tool", "name": answer.name} if not tools else {"type": "any"}
             tools.append(tool)
         if tools:
+            self._remember(tools)
+        elif used := _used_tools(messages):
+            tools = [self._sent_tools.get(name) or _stand_in(name) for name in used]
+            tool_choice = _NO_TOOL
+        elif tool_choice == _NO_TOOL:
+            tool_choice = None
+        if tools:
             body["tools"] = tools
         if tool_choice:
             body["tool_choice"] = tool_choice
         if stream:
             body["stream"] = True
         return body, stream, answer
+
+    def _remember(self, tools: list[dict[str, Any]]) -> None:
+        sent = self._sent_tools
+        for tool in tools:
+            name = tool.get("name")
+            if isinstance(name, str) and "input_schema" in tool:
+                sent.pop(name, None)
+                sent[name] = tool
+        while len(sent) > _REMEMBERED_TOOLS:
+            del sent[next(iter(sent))]
 
     # -- response ------------------------------------------------------------------------------
     def _response(self, data: Any, request_id: str | None, answer: _Answer | None) -> ModelResponse:
@@ -285,6 +322,25 @@ def _tool(tool: dict[str, Any]) -> dict[str, Any]:
     if fn.get("description"):
         out["description"] = fn["description"]
     return out
+
+
+def _used_tools(messages: list[dict[str, Any]]) -> list[str]:
+    """The names the history's ``tool_use`` blocks call, in order, once each."""
+    names: dict[str, None] = {}
+    for msg in messages:
+        if msg["role"] == "assistant":
+            for block in msg["content"]:
+                if block.get("type") == "tool_use" and block.get("name"):
+                    names[block["name"]] = None
+    return list(names)
+
+
+def _stand_in(name: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "description": _STAND_IN,
+        "input_schema": {"type": "object", "properties": {}},
+    }
 
 
 def _tool_choice(choice: Any) -> Any:

@@ -22,6 +22,11 @@ becomes the same typed `ProviderError` a live call would raise. States are norma
 ``submitted``, ``running``, ``ended``, ``cancelling``, ``cancelled``, ``failed``,
 ``expired``; results are read for any end state (a cancelled or expired batch keeps what
 it finished).
+
+A batch goes through the cassette seam like any model call: `batch_service` hands back the
+service behind a `CassetteBatches` when a cassette is in force for the model (recorded or
+replayed as one exchange, `lion_nb.models.cassettes._batches`), and refuses at once when
+``LION_NB_CASSETTE_MODE=none`` forbids live calls.
 """
 
 from __future__ import annotations
@@ -188,8 +193,16 @@ class BatchService:
     async def cancel(self, batch_id: str) -> BatchStatus:
         raise NotImplementedError
 
-    async def results(self, status: BatchStatus) -> list[BatchOutcome]:
+    async def result_lines(self, status: BatchStatus) -> list[dict[str, Any]]:
+        """The provider's result lines for an ended batch, as it sent them."""
         raise NotImplementedError
+
+    def _outcome(self, line: dict[str, Any]) -> BatchOutcome:
+        raise NotImplementedError
+
+    async def results(self, status: BatchStatus) -> list[BatchOutcome]:
+        """One outcome per result line of an ended batch."""
+        return [self._outcome(line) for line in await self.result_lines(status)]
 
     def decode(self, request: ChatRequest, outcome: BatchOutcome) -> ModelResponse:
         """The `ModelResponse` a live call would have given (or its error, raised)."""
@@ -263,15 +276,15 @@ class OpenAIBatches(BatchService):
             raw=data,
         )
 
-    async def results(self, status: BatchStatus) -> list[BatchOutcome]:
-        outcomes: list[BatchOutcome] = []
+    async def result_lines(self, status: BatchStatus) -> list[dict[str, Any]]:
+        lines: list[dict[str, Any]] = []
         for key in ("output_file_id", "error_file_id"):
             file_id = status.raw.get(key)
             if not file_id:
                 continue
             response = await self._send("GET", self._url(f"/files/{file_id}/content"))
-            outcomes += [self._outcome(line) for line in self._lines(response.text)]
-        return outcomes
+            lines += self._lines(response.text)
+        return lines
 
     def _outcome(self, line: dict[str, Any]) -> BatchOutcome:
         cid = str(line.get("custom_id") or "")
@@ -330,13 +343,13 @@ class AnthropicBatches(BatchService):
             raw=data,
         )
 
-    async def results(self, status: BatchStatus) -> list[BatchOutcome]:
+    async def result_lines(self, status: BatchStatus) -> list[dict[str, Any]]:
         url = self._url(f"/v1/messages/batches/{status.id}/results")
         given = status.raw.get("results_url")
         if isinstance(given, str) and _same_origin(given, self.endpoint.base_url):
             url = given
         response = await self._send("GET", url)
-        return [self._outcome(line) for line in self._lines(response.text)]
+        return self._lines(response.text)
 
     def _outcome(self, line: dict[str, Any]) -> BatchOutcome:
         cid = str(line.get("custom_id") or "")
@@ -367,18 +380,35 @@ def _same_origin(url: str, base: str) -> bool:
     return (a.scheme, a.hostname, a.port) == (b.scheme, b.hostname, b.port)
 
 
-def batch_service(model: Any) -> BatchService:
-    """The batch service of an iModel (or endpoint); a clear error for one without any."""
+def batch_service(model: Any) -> Any:
+    """The batch service of an iModel (or endpoint); a clear error for one without any.
+
+    With a cassette in force for the model, the service records into it or replays from it
+    (`CassetteBatches`); with ``LION_NB_CASSETTE_MODE=none`` and none, `CassetteError`."""
     endpoint = getattr(model, "endpoint", model)
     from .anthropic import AnthropicEndpoint
     from .openai import OpenAIEndpoint
 
+    service: BatchService
     if isinstance(endpoint, AnthropicEndpoint):
-        return AnthropicBatches(endpoint)
-    if isinstance(endpoint, OpenAIEndpoint):
-        return OpenAIBatches(endpoint)
-    provider = getattr(model, "provider", None) or getattr(endpoint, "provider", "?")
-    raise ConfigurationError(
-        f"`via='batch'` needs a model with a batch service (OpenAI or Anthropic over HTTP); "
-        f"`{provider}` has none. Use `via='live'`."
-    )
+        service = AnthropicBatches(endpoint)
+    elif isinstance(endpoint, OpenAIEndpoint):
+        service = OpenAIBatches(endpoint)
+    else:
+        provider = getattr(model, "provider", None) or getattr(endpoint, "provider", "?")
+        raise ConfigurationError(
+            f"`via='batch'` needs a model with a batch service (OpenAI or Anthropic over "
+            f"HTTP); `{provider}` has none. Use `via='live'`."
+        )
+    from ..cassettes.scope import cassette_for
+
+    if model is endpoint:
+        from ..imodel import iModel
+
+        model = iModel(endpoint=endpoint)
+    tape = cassette_for(model)
+    if tape is None:
+        return service
+    from ..cassettes._batches import CassetteBatches
+
+    return CassetteBatches(service, model, tape)

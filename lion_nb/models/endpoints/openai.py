@@ -20,6 +20,18 @@ OpenRouter, Groq and the like: requests go to ``{base_url}/chat/completions``.
   and the request id; a stream that ends with ``[DONE]`` before any answer or
   ``finish_reason`` (llama.cpp's preempted request) is a `StreamInterruptedError`, never an
   empty answer.
+- A turn that offers no tools after turns with tool calls sends the history as it is:
+  OpenAI takes ``tool_calls`` and ``tool`` messages without ``tools`` (unlike the Messages
+  API), and so do vLLM, Ollama and llama.cpp with ``--jinja``. llama.cpp without ``--jinja``
+  refuses ``tools`` and ``tool_choice`` outright, so the Anthropic remedy (offer the tools
+  with ``tool_choice: none``) would break it, and its built-in templates read only role and
+  content: the calls vanish from the prompt and the results arrive under a ``tool`` role the
+  template may not know. So with ``tool_history="text"`` (the ``llamacpp`` preset's default,
+  settable per model) a request without tools carries the earlier calls and their results as
+  text in the assistant's turn, user and assistant still alternating; a request that offers
+  tools keeps the native form (the server must run ``--jinja`` to take them). A
+  ``tool_choice`` of ``none`` with no tools is dropped: it is the default then, and servers
+  refuse ``tool_choice`` without ``tools``.
 - Servers with no key (Ollama, llama.cpp, LM Studio, or any loopback URL without a key set)
   get no ``Authorization`` header.
 """
@@ -31,14 +43,18 @@ from typing import Any, ClassVar
 
 from httpx_sse import ServerSentEvent
 
-from ...errors import ProviderError
+from ...errors import ConfigurationError, ProviderError
 from . import PRESET_SETTINGS
 from ._http import HTTPEndpoint, normalize_usage
 from ._http_errors import error_fields, error_from_payload, stream_error
 from ._structured import check_form, other_form, refuses_form, wire_format
 from .base import ChatRequest, ModelResponse, ToolCall, emit_text_delta, wants_stream
 
-__all__ = ["OpenAIEndpoint"]
+__all__ = ["TOOL_HISTORY_FORMS", "OpenAIEndpoint", "text_tool_history"]
+
+#: how a request without tools carries earlier tool calls: ``native`` or ``text``
+TOOL_HISTORY_FORMS = ("native", "text")
+_TEXT_HISTORY_PRESETS = frozenset({"llamacpp"})
 
 
 class OpenAIEndpoint(HTTPEndpoint):
@@ -50,9 +66,12 @@ class OpenAIEndpoint(HTTPEndpoint):
 
     def __init__(self, model: str, **kwargs: Any):
         form = check_form(kwargs.pop("structured_output", None) or "json_schema")
+        history = kwargs.pop("tool_history", None)
         super().__init__(model, **kwargs)
         #: the configured ``response_format`` form (see `_structured`)
         self.structured_output = form
+        #: how a request without tools carries earlier tool calls (see the module docstring)
+        self.tool_history = _check_tool_history(history or self._implied_tool_history())
         self._working_form: str | None = None  # the form a refusal made this model switch to
 
     def config(self) -> dict[str, Any]:
@@ -60,7 +79,12 @@ class OpenAIEndpoint(HTTPEndpoint):
         implied = PRESET_SETTINGS.get(self.preset or "", {}).get("structured_output")
         if self.structured_output != (implied or "json_schema"):
             data["structured_output"] = self.structured_output
+        if self.tool_history != self._implied_tool_history():
+            data["tool_history"] = self.tool_history
         return data
+
+    def _implied_tool_history(self) -> str:
+        return "text" if self.preset in _TEXT_HISTORY_PRESETS else "native"
 
     async def complete(self, request: ChatRequest) -> ModelResponse:
         auth = self.request_auth()  # the key is read from its `Secret` only when sent
@@ -115,6 +139,11 @@ class OpenAIEndpoint(HTTPEndpoint):
             "messages": _wire_messages(request.messages),
             **options,
         }
+        if not request.tools:
+            if body.get("tool_choice") == "none":  # the default with nothing offered
+                del body["tool_choice"]
+            if self.tool_history == "text":
+                body["messages"] = text_tool_history(body["messages"])
         if request.tools:
             body["tools"] = request.tools
         if request.response_format:
@@ -188,6 +217,69 @@ def _wire_message(msg: dict[str, Any]) -> dict[str, Any]:
             }
         )
     return {**msg, "tool_calls": wire}
+
+
+def _check_tool_history(form: Any) -> str:
+    if form not in TOOL_HISTORY_FORMS:
+        raise ConfigurationError(
+            f"`tool_history={form!r:.60}`: use `native` (tool calls and results as the API "
+            "has them) or `text` (written into the assistant's turn, for servers whose "
+            "templates drop them)."
+        )
+    return form
+
+
+def text_tool_history(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The history with tool calls and their results written as text in the assistant's turn.
+
+    Consecutive assistant turns are merged, so user and assistant alternate as strict
+    templates require. Returns the input list itself when it holds no tool call or result;
+    the input messages are never changed.
+    """
+    if not any(m.get("role") == "tool" or m.get("tool_calls") for m in messages):
+        return messages
+    out: list[dict[str, Any]] = []
+    names: dict[str, str] = {}  # call id -> tool name
+    for msg in messages:
+        role = msg.get("role")
+        if role == "tool":
+            name = names.get(msg.get("tool_call_id") or "", "the tool")
+            text = f"[{name} returned: {_plain_text(msg.get('content'))}]"
+        elif role == "assistant":
+            lines = [_plain_text(msg.get("content"))]
+            for call in msg.get("tool_calls") or ():
+                fn = call.get("function") or call
+                name = str(fn.get("name") or "tool")
+                names[call.get("id") or ""] = name
+                args = json.dumps(decode_arguments(fn.get("arguments")), ensure_ascii=False)
+                lines.append(f"[called {name}({args})]")
+            text = "\n".join(line for line in lines if line)
+        else:
+            out.append(msg)
+            continue
+        last = out[-1] if out else None
+        if last is not None and last.get("role") == "assistant":
+            joined = (_plain_text(last.get("content")), text)
+            out[-1] = {"role": "assistant", "content": "\n\n".join(t for t in joined if t)}
+        elif role == "assistant" and not msg.get("tool_calls"):
+            out.append(msg)
+        else:
+            out.append({"role": "assistant", "content": text})
+    return out
+
+
+def _plain_text(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            p if isinstance(p, str) else str(p.get("text") or "")
+            for p in content
+            if isinstance(p, (str, dict))
+        )
+    return json.dumps(content, ensure_ascii=False, default=str)
 
 
 def _field(data: Any, name: str, kind: type, *, whole: bool = False) -> Any:
