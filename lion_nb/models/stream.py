@@ -3,10 +3,13 @@
 Every CLI endpoint maps its own wire events onto these seven types, so `Branch.run()` has
 one stream contract to record (ADR-0021 D3).
 
-A recorded turn is replayed many times (a cassette answers every re-run of a cell), so two
-helpers serve chunks that are validated once and handed out often: `validate_chunks` checks
-a whole list in one validator call, and `copy_chunk` makes an equal, independent chunk
-without validating it again -- several times cheaper than building it from its fields.
+A chunk is immutable (``frozen``: assigning a field raises `pydantic.ValidationError`), so a
+recorded turn, replayed many times (a cassette answers every re-run of a cell), can hand out
+the same validated chunks on every replay. What a chunk carries in a container (``metadata``,
+``tool_input``, a dict or list ``tool_output``) is not frozen: a consumer that keeps it copies
+it (`run` does), and a replay hands out copies (`copy_chunk`) of the few chunks that carry
+any. `validate_chunks` checks a whole list in one validator call; `copy_chunk` makes an equal,
+independent chunk without validating it again.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["ChunkType", "StreamChunk", "copy_chunk", "validate_chunks"]
+__all__ = ["ChunkType", "StreamChunk", "carries_data", "copy_chunk", "validate_chunks"]
 
 ChunkType = Literal["system", "thinking", "text", "tool_use", "tool_result", "result", "error"]
 
@@ -32,7 +35,7 @@ class StreamChunk(BaseModel):
     - ``error``: ``content`` is the message; ``metadata["benign_eos"]`` marks a harmless end.
     """
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     type: ChunkType
     content: str | None = None
@@ -60,6 +63,15 @@ def validate_chunks(data: Any) -> list[StreamChunk]:
 
 
 _new, _assign = object.__new__, object.__setattr__
+
+
+def carries_data(chunk: StreamChunk) -> bool:
+    """Whether ``chunk`` holds anything mutable beyond an empty ``metadata`` dict."""
+    return bool(
+        chunk.metadata
+        or chunk.tool_input is not None
+        or isinstance(chunk.tool_output, (dict, list))
+    )
 
 
 def copy_chunk(chunk: StreamChunk) -> StreamChunk:

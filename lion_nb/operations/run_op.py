@@ -22,6 +22,8 @@ provider's `StreamChunk`s into messages, recording each before yielding it:
   ids are ignored: the agent ran its own tools, nothing is executed here. A call still
   without a result when the run ends (stopped, failed, cancelled) gets an error response
   marked ``metadata["cancelled"]``, so the history stays valid for API models.
+- What a message keeps of a chunk (tool input and output, the result's metadata) is a deep
+  copy: chunks are shared read-only (a cassette replays the same ones), messages are edited.
 - A ``result`` always closes the pending answer with the result's metadata (usage, cost,
   session id, ...) merged into it; with no text pending, an empty `AssistantResponse`
   carries it. So a completed run ends with the answer that holds its usage and cost.
@@ -65,6 +67,7 @@ import os
 import time
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
+from copy import deepcopy
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -361,8 +364,8 @@ class _Turn:
         elif kind == "tool_result":
             return self._response(chunk)
         elif kind == "result":
-            self.usage = chunk.metadata.get("usage")
-            return [*self._close_calls(_UNREPORTED), self._answer(dict(chunk.metadata))]
+            self.usage = deepcopy(chunk.metadata.get("usage"))
+            return [*self._close_calls(_UNREPORTED), self._answer(deepcopy(chunk.metadata))]
         return []
 
     def flush(self) -> list[RoledMessage]:
@@ -418,7 +421,7 @@ class _Turn:
         fields: dict[str, Any] = {"call_id": chunk.tool_id} if chunk.tool_id else {}
         request = ActionRequest(
             function=chunk.tool_name or "(unnamed tool)",
-            arguments=dict(chunk.tool_input or {}),
+            arguments=deepcopy(chunk.tool_input or {}),
             sender=str(self.branch.id),
             recipient=self.imodel.provider,
             **fields,
@@ -435,7 +438,7 @@ class _Turn:
         response = ActionResponse(
             function=request.function,
             arguments=dict(request.arguments),
-            output=chunk.tool_output,
+            output=deepcopy(chunk.tool_output),
             is_error=chunk.is_error,
             call_id=request.call_id,
             action_request_id=str(request.id),

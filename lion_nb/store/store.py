@@ -209,16 +209,18 @@ def _read_session(conn: Any, sid: str) -> SessionRows | None:
         "SELECT id, data FROM branches WHERE session_id = ? ORDER BY seq", (sid,)
     ).fetchall():
         branch = BranchRows(id=branch_id, header=header)
-        cursor = conn.execute(
-            "SELECT position, id FROM messages WHERE branch_id = ? ORDER BY position",
-            (branch_id,),
-        )
-        for expected, (position, message_id) in enumerate(cursor):
-            branch.contiguous = branch.contiguous and position == expected
-            branch.message_ids.append(message_id)
-        # one JSON array built by SQLite (validated in one pass when restored); the ids above
-        # check its order
-        branch.messages = conn.execute(_ARRAY, (branch_id,)).fetchone()[0] or "[]"
+        # one pass over the branch's rows, aggregated by SQLite: positions, ids and one JSON
+        # array of the messages (validated in one pass when restored). The three lists are
+        # built from the same rows in the same order, so positions in order prove the array
+        # is in order, without looking at a message.
+        n, positions, ids, array = conn.execute(_ARRAY, (branch_id,)).fetchone()
+        if n:
+            branch.message_ids = ids.split(_SEP)
+            branch.messages = array
+            branch.contiguous = positions == ",".join(map(str, range(n)))
+            if not branch.contiguous:
+                found = list(map(int, positions.split(",")))
+                branch.ordered = found == sorted(found)  # positions are a key: no repeats
         branch.logs = conn.execute(
             "SELECT id, seq, data FROM logs WHERE branch_id = ? ORDER BY seq", (branch_id,)
         ).fetchall()
@@ -226,10 +228,25 @@ def _read_session(conn: Any, sid: str) -> SessionRows | None:
     return rows
 
 
+_SEP = "\x1f"  # the unit separator: never in an id
 _ARRAY = (
-    "SELECT '[' || group_concat(data, ',') || ']' FROM "
-    "(SELECT data FROM messages WHERE branch_id = ? ORDER BY position)"
+    "SELECT count(*), group_concat(position, ','), group_concat(id, char(31)), "
+    "'[' || group_concat(data, ',') || ']' FROM "
+    "(SELECT position, id, data FROM messages WHERE branch_id = ? ORDER BY position)"
 )
+
+
+def _resolve(conn: Any, ref: str) -> list[str]:
+    """The ids that are ``ref`` or start with it, most recently saved first (a look-up in
+    the sessions table alone: resolving must not count every message, as listing does)."""
+    return [
+        r[0]
+        for r in conn.execute(
+            "SELECT id FROM sessions WHERE substr(id, 1, ?) = ? ORDER BY updated_at DESC",
+            (len(ref), ref),
+        )
+    ]
+
 
 _LIST = """
 SELECT s.id, s.data, s.notebook, s.default_branch, s.created_at, s.updated_at,
@@ -395,7 +412,11 @@ class SessionStore:
     def resolve(self, ref: str) -> str:
         """The full id of the session whose id is ``ref`` or starts with it."""
         ref = ref.strip()
-        found = [s.id for s in self.sessions() if ref and s.id.startswith(ref)]
+        found = self._call(lambda conn: _resolve(conn, ref)) if ref and self.exists() else []
+        return self._one(ref, found)
+
+    def _one(self, ref: str, found: list[str]) -> str:
+        """The one id found for ``ref``; none or several is an `ItemNotFoundError`."""
         if len(found) == 1:
             return found[0]
         if not found:
@@ -425,7 +446,20 @@ class SessionStore:
         """A saved session, rebuilt (tools and named operations must be registered again)."""
         from .rows import build_session
 
-        return build_session(self.read(self.resolve(session_id)))
+        ref = session_id.strip()
+        if not (ref and self.exists()):
+            self._one(ref, [])
+
+        def job(conn: Any) -> SessionRows | list[str]:  # resolved and read in one visit
+            found = _resolve(conn, ref)
+            return _read_session(conn, found[0]) if len(found) == 1 else found
+
+        rows = self._call(job)
+        if isinstance(rows, list):
+            self._one(ref, rows)
+        if rows is None:  # deleted between the two statements by another process
+            raise ItemNotFoundError(f"No saved session `{ref}` in `{self.path}`.")
+        return build_session(rows)
 
     def delete(self, session_id: str) -> bool:
         """Delete a saved session and everything in it; ``False`` if there was none."""

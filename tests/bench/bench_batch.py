@@ -133,52 +133,46 @@ def heartbeat_lag(url: str, items: int = 1000) -> tuple[float, float, float]:
     return _beating(work)
 
 
+async def _raw_posts(url: str, prompts: list[str], at_once: int = 20) -> float:
+    """Raw httpx posts of ``prompts`` as chat payloads, ``at_once`` at a time, on a client
+    made here; the seconds the posts took (closing the client not counted)."""
+    import httpx
+
+    client = httpx.AsyncClient(trust_env=False)
+    limit = anyio.Semaphore(at_once)
+
+    async def one(prompt: str) -> None:
+        async with limit:
+            body = {"model": "m", "messages": [{"role": "user", "content": prompt}]}
+            response = await client.post(url + "/chat/completions", json=body)
+            response.json()
+
+    start = time.perf_counter()
+    async with anyio.create_task_group() as tg:
+        for prompt in prompts:
+            tg.start_soon(one, prompt)
+    elapsed = time.perf_counter() - start
+    await client.aclose()
+    return elapsed
+
+
 def raw_heartbeat_lag(url: str, items: int = 1000) -> tuple[float, float, float]:
     """The heartbeat while ``items`` raw posts of the same payloads run, 20 at once (the
     client is made inside, as the mapped run's is)."""
-    import httpx
 
     async def work() -> None:
-        client = httpx.AsyncClient(trust_env=False)
-        limit = anyio.Semaphore(20)
-
-        async def one(prompt: str) -> None:
-            async with limit:
-                body = {"model": "m", "messages": [{"role": "user", "content": prompt}]}
-                response = await client.post(url + "/chat/completions", json=body)
-                response.json()
-
-        async with anyio.create_task_group() as tg:
-            for i in range(items):
-                tg.start_soon(one, f"item {i}")
-        await client.aclose()
+        await _raw_posts(url, [f"item {i}" for i in range(items)])
 
     return _beating(work)
 
 
 def map_vs_raw(url: str, items: int = 500) -> tuple[float, float]:
     """Seconds for ``session.map`` and for raw httpx posts of the same payloads, 20 at once."""
-    import httpx
 
     prompts = [f"item {i}" for i in range(items)]
 
     async def raw() -> float:
-        client = httpx.AsyncClient(trust_env=False)
-        limit = anyio.Semaphore(20)
-
-        async def one(prompt: str) -> None:
-            async with limit:
-                body = {"model": "m", "messages": [{"role": "user", "content": prompt}]}
-                response = await client.post(url + "/chat/completions", json=body)
-                response.json()
-
-        start = time.perf_counter()
-        async with anyio.create_task_group() as tg:
-            for prompt in prompts:
-                tg.start_soon(one, prompt)
-        elapsed = time.perf_counter() - start
-        await client.aclose()
-        return elapsed
+        return await _raw_posts(url, prompts)
 
     async def mapped() -> float:
         session = _session(url, concurrency_limit=20)

@@ -6,8 +6,8 @@ turn of as many chunks from a scripted agent, then times (median of ``-n`` runs)
 
 - ``iModel.invoke`` replaying the stream to a listener (every delta delivered), the target
   being under 1 ms for 1,000 chunks;
-- ``iModel.stream_cli`` replaying the CLI turn to its end (every chunk a fresh
-  `StreamChunk`, every text chunk delivered to a listener), same target;
+- ``iModel.stream_cli`` replaying the CLI turn to its end (every recorded chunk yielded,
+  every text chunk delivered to a listener), same target;
 - a live ``offline/auto`` call of the same messages, the live in-process agent turn that
   was recorded (validating the same chunks as it builds them), and the live loopback
   stream, for scale.

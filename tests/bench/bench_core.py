@@ -16,10 +16,10 @@ import anyio
 N_MESSAGES = 10_000
 
 
-def import_time_ms(runs: int = 7) -> float:
+def import_time_ms(statement: str = "from lion_nb import Branch", runs: int = 7) -> float:
+    """Median milliseconds for ``statement`` in a fresh interpreter."""
     code = (
-        "import time; t = time.perf_counter(); from lion_nb import Branch; "
-        "print((time.perf_counter() - t) * 1e3)"
+        f"import time; t = time.perf_counter(); {statement}; print((time.perf_counter() - t) * 1e3)"
     )
     samples = [
         float(
@@ -30,6 +30,16 @@ def import_time_ms(runs: int = 7) -> float:
         for _ in range(runs)
     ]
     return statistics.median(samples)
+
+
+def import_times_ms() -> tuple[float, float]:
+    """(``from lion_nb import Branch``, ``from pydantic import BaseModel``), interleaved so
+    that drift on a shared machine hits both alike: pydantic is the floor of the import."""
+    ours, floor = [], []
+    for _ in range(3):
+        ours.append(import_time_ms(runs=3))
+        floor.append(import_time_ms("from pydantic import BaseModel", runs=3))
+    return statistics.median(ours), statistics.median(floor)
 
 
 def add_messages_us() -> float:
@@ -110,8 +120,10 @@ def results() -> list[tuple[str, str, str, float | None]]:
     ``tests/bench/run_all.py``."""
     dump_ms, load_ms = serialization_ms()
     first, last = communicate_growth()
+    ours, floor = import_times_ms()
     return [
-        ("from lion_nb import Branch", f"{import_time_ms():.1f} ms", "<= 100 ms", None),
+        ("from lion_nb import Branch", f"{ours:.1f} ms", "<= 100 ms", ours / floor),
+        ("  from pydantic import BaseModel (its floor)", f"{floor:.1f} ms", "", 1.0),
         ("add one message (of 10,000)", f"{add_messages_us():.2f} us", "<= 15 us", None),
         ("to_dict, 10,000 messages", f"{dump_ms:.1f} ms", "<= 40 ms", None),
         ("from_dict, 10,000 messages", f"{load_ms:.1f} ms", "<= 150 ms", None),

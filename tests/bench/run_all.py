@@ -1,6 +1,8 @@
 """Every benchmark in ``tests/bench``, one table: each figure, its target, the raw-baseline ratio.
 
-Run: ``python tests/bench/run_all.py`` (``--only core,batch`` for some of them). Each
+Run: ``python tests/bench/run_all.py`` (``--only core,batch`` for some of them;
+``--markdown`` prints the table as the README shows it, so the README's copy comes from one
+run). Each
 ``bench_*.py`` runs in a fresh interpreter, one after the other, so that no benchmark's
 imports, caches or event loops skew another's. A module with a ``results()`` function gives
 its rows as ``(figure, value, target, ratio)``: ``value`` carries its unit, ``target`` is
@@ -115,9 +117,24 @@ def table(results: list[tuple[str, list[list], float]]) -> str:
     return "\n".join(out)
 
 
+def markdown(results: list[tuple[str, list[list], float]]) -> str:
+    """The table in Markdown, one row a figure (the README's benchmark table)."""
+    out = ["| benchmark | figure | value | target | ratio |", "| --- | --- | --- | --- | --- |"]
+    for name, found, _took in results:
+        for i, (figure, value, target, ratio) in enumerate(found):
+            shown = f"{ratio:.2f}x" if isinstance(ratio, (int, float)) else ""
+            shown_figure = figure.strip()
+            if figure.startswith(" "):  # a baseline or detail of the figure above it
+                shown_figure = "↳ " + shown_figure
+            cells = (name if i == 0 else "", shown_figure, value, target, shown)
+            out.append("| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(out)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default="", help="comma-separated names (core, batch, ...)")
+    parser.add_argument("--markdown", action="store_true", help="print the table in Markdown")
     parser.add_argument("--timeout", type=float, default=900, help="seconds per benchmark")
     args = parser.parse_args(argv)
     chosen = benches([n.strip() for n in args.only.split(",") if n.strip()])
@@ -131,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  running {name} ...", file=sys.stderr, flush=True)
         found, took = run_one(path, args.timeout)
         results.append((name, found, took))
-    print(table(results))
+    print(markdown(results) if args.markdown else table(results))
     total = sum(took for _n, _f, took in results)
     print(f"({len(results)} benchmarks in {total:.0f} s)")
     return 0

@@ -22,6 +22,7 @@ from typing import Any
 
 import anyio
 import pytest
+from pydantic import ValidationError
 
 from lion_nb import Branch, iModel
 from lion_nb.models.cassettes import (
@@ -35,6 +36,7 @@ from lion_nb.models.cassettes import (
 from lion_nb.models.endpoints.base import ChatRequest, CLIEndpoint, CLIRequest
 from lion_nb.models.stream import StreamChunk
 from tests.fakes.http_server import FakeProvider
+from tests.models.cassette_support import snapshot
 
 
 def completion(text: str) -> dict:
@@ -414,19 +416,26 @@ class _Reporter(CLIEndpoint):
 
     def __init__(self) -> None:
         super().__init__("v1")
+        self.sent: list[StreamChunk] = []
 
     async def stream(self, request: CLIRequest) -> AsyncGenerator[StreamChunk, None]:
-        yield StreamChunk(type="system", metadata={"session_id": "s-2"})
-        yield StreamChunk(type="tool_use", tool_id="t1", tool_name="ls", tool_input={"p": ["."]})
-        yield StreamChunk(type="tool_result", tool_id="t1", tool_output=[{"name": "a.py"}])
-        yield StreamChunk(type="text", content="One file.", is_delta=True)
         usage = {"input_tokens": 5, "output_tokens": 2}
-        yield StreamChunk(type="result", metadata={"usage": usage, "cost_usd": 0.01})
+        self.sent = [
+            StreamChunk(type="system", metadata={"session_id": "s-2"}),
+            StreamChunk(type="tool_use", tool_id="t1", tool_name="ls", tool_input={"p": ["."]}),
+            StreamChunk(type="tool_result", tool_id="t1", tool_output=[{"name": "a.py"}]),
+            StreamChunk(type="text", content="One file.", is_delta=True),
+            StreamChunk(type="result", metadata={"usage": usage, "cost_usd": 0.01}),
+        ]
+        for chunk in self.sent:
+            yield chunk
 
 
-def test_each_replay_yields_fresh_chunks_equal_to_the_recorded_ones(tmp_path):
-    """Replayed chunks are copies of chunks validated once: equal to what the agent sent,
-    and independent -- what a consumer does to one replay's chunks never reaches the next."""
+def test_replays_share_frozen_chunks_equal_to_the_recorded_ones(tmp_path):
+    """Replayed chunks are the ones validated on opening: equal to what the agent sent, and
+    immutable. A chunk holding no data is handed out itself; one carrying data (session id,
+    tool input and output, usage) as a copy -- so what a consumer does to one replay's
+    chunks (an assignment raises; a write into a container) never reaches the next."""
     path = tmp_path / "agent.jsonl"
     agent = iModel(endpoint=_Reporter())
 
@@ -438,18 +447,62 @@ def test_each_replay_yields_fresh_chunks_equal_to_the_recorded_ones(tmp_path):
     with cassette(path, mode="none") as tape:
         first = anyio.run(turn)
         for chunk in first:  # a careless consumer
+            with pytest.raises(ValidationError, match="frozen"):
+                chunk.content = "changed"
             chunk.metadata["seen"] = True
-            chunk.content = "changed"
             if chunk.tool_input:
                 chunk.tool_input["p"].append("..")
             if chunk.tool_output:
                 chunk.tool_output[0]["name"] = "b.py"
         first[-1].metadata["usage"]["input_tokens"] = 999
         second = anyio.run(turn)
-    assert tape.replayed == 2
+        third = anyio.run(turn)
+    assert tape.replayed == 3
     assert [type(c) for c in second] == [StreamChunk] * len(live)
-    assert second == live
+    assert second == live and third == live
     assert [c.model_dump() for c in second] == [c.model_dump() for c in live]
     assert [c.model_fields_set for c in second] == [c.model_fields_set for c in live]
     assert second[-1].metadata["usage"] == {"input_tokens": 5, "output_tokens": 2}
     assert agent.provider_session_id == "s-2"
+    shared = [a is b for a, b in zip(second, third, strict=True)]
+    assert shared == [False, False, False, True, False]  # only the text chunk holds no data
+
+
+def test_a_turn_replayed_into_two_branches_is_unchanged_by_edits_to_the_first(tmp_path):
+    """`run` deep-copies what its messages keep of a chunk, so editing a branch's messages
+    (tool arguments and output, the answer's usage) changes neither the chunks it came
+    from nor the next replay of the turn."""
+    path = tmp_path / "agent.jsonl"
+
+    def run_turn() -> tuple[Branch, _Reporter]:
+        agent = _Reporter()
+        branch = Branch(chat_model=iModel(endpoint=agent))
+
+        async def main() -> None:
+            async for _ in branch.run("Count files."):
+                pass
+
+        anyio.run(main)
+        return branch, agent
+
+    def edit(branch: Branch) -> None:
+        request, response, answer = list(branch.messages)[-3:]
+        request.arguments["p"].append("..")
+        response.output[0]["name"] = "b.py"
+        response.arguments["p"].append("..")
+        answer.metadata["usage"]["input_tokens"] = 999
+        answer.metadata["seen"] = True
+
+    with cassette(path):
+        live, agent = run_turn()
+    recorded, sent = snapshot(live), [c.model_dump() for c in agent.sent]
+    edit(live)
+    assert snapshot(live) != recorded
+    assert [c.model_dump() for c in agent.sent] == sent
+    with cassette(path, mode="none") as tape:
+        first, _ = run_turn()
+        assert snapshot(first) == recorded
+        edit(first)
+        second, _ = run_turn()
+    assert tape.replayed == 2
+    assert snapshot(second) == recorded

@@ -178,5 +178,5 @@ def test_the_script_serializes_and_a_copy_replays_it():
 
 def test_played_chunks_are_copies_of_the_script():
     model = scripted()
-    run(model)[4].content = "changed"
-    assert model.endpoint.turns[0][3].content == "Two files."
+    run(model)[2].tool_input["cmd"] = "rm -rf ."
+    assert model.endpoint.turns[0][1].tool_input == {"cmd": "ls"}

@@ -148,3 +148,55 @@ def test_listing_and_loading_never_create_the_file(tmp_path):
     with pytest.raises(ItemNotFoundError):
         store.load("abc")
     assert not store.path.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_load_takes_the_start_of_an_id_and_refuses_an_ambiguous_one(store):
+    from uuid import UUID
+
+    for last in "12":
+        session = Session(id=UUID(f"abcdef{last}0-0000-4000-8000-00000000000{last}"))
+        session.default_branch.msgs.add_message(instruction=f"session {last}")
+        store.save(session)
+    for ref, last in ((" abcdef1 ", "1"), (str(session.id), "2")):
+        loaded = store.load(ref)
+        assert loaded.default_branch.messages[0].rendered.startswith(f"session {last}")
+    with pytest.raises(ItemNotFoundError, match="starts 2 session ids"):
+        store.load("abcdef")
+    with pytest.raises(ItemNotFoundError, match="No saved session `0bcdef`"):
+        store.load("0bcdef")
+    with pytest.raises(ItemNotFoundError, match="No saved session"):
+        store.load(" ")
+
+
+def test_rows_with_a_gap_read_back_in_order_and_are_not_resumed_as_contiguous(store):
+    session = Session()
+    branch = session.default_branch
+    for i in range(5):
+        branch.msgs.add_message(instruction=f"question {i}")
+    store.save(session)
+    ids = [str(m.id) for m in branch.messages]
+    from tests.store.helpers import connect
+
+    conn = connect(store.path)
+    conn.execute("DELETE FROM messages WHERE position = 2")
+    conn.close()
+    rows = store.read(str(session.id)).branches[0]
+    assert rows.message_ids == ids[:2] + ids[3:]
+    assert rows.ordered and not rows.contiguous
+    loaded = store.load(str(session.id)).default_branch
+    assert [str(m.id) for m in loaded.messages] == rows.message_ids
+
+
+def test_rows_out_of_order_are_refused_as_corrupt(store):
+    from lion_nb.store import StoreCorruptError
+    from lion_nb.store.rows import build_branch
+
+    session = Session()
+    session.default_branch.msgs.add_message(instruction="one")
+    session.default_branch.msgs.add_message(instruction="two")
+    store.save(session)
+    rows = store.read(str(session.id)).branches[0]
+    assert build_branch(rows).messages[1].rendered.startswith("two")
+    rows.ordered = False  # what positions coming out of the aggregate unsorted record
+    with pytest.raises(StoreCorruptError, match="does not read back in order"):
+        build_branch(rows)

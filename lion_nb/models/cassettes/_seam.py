@@ -9,9 +9,13 @@ signals, the recorded messages, the live view -- cannot tell the difference:
 - a CLI turn yields the recorded `StreamChunk`s in order, and, as the subprocess endpoints
   do, sets the model's provider session id from them (so the next turn resumes the recorded
   session) and sends each text chunk to the listener. Usage and cost travel in the recorded
-  ``result`` chunk. The chunks were validated when the cassette was opened; each replay
-  yields fresh copies of them (`copy_chunk`), so what a consumer does to one replay's chunks
-  never reaches the next, and no chunk is parsed or validated again.
+  ``result`` chunk. The chunks were validated when the cassette was opened, and no chunk is
+  parsed or validated again. Chunks are immutable, so a replay hands out the recorded ones
+  themselves -- all but those carrying data in a container (a session id, usage, a tool's
+  input or output), which are yielded as copies (`copy_chunk`). What is shared is then a
+  chunk's fields and its empty ``metadata`` dict; a write into that dict is undone before
+  the next replay hands the chunk out. So what a consumer does to one replay's chunks never
+  reaches the next, and a 1,000-chunk turn costs copying two of them, not 1,000.
 
 While recording, deltas are captured by teeing the listener that is already there (or, for
 a call that streams with no listener, a tap in its place): a recorder never turns a
@@ -30,9 +34,9 @@ from typing import Any
 import anyio.lowlevel
 
 from ..endpoints.base import current_sink, emit_text_delta, streaming_to, wants_stream
-from ..stream import StreamChunk, copy_chunk
+from ..stream import StreamChunk, carries_data, copy_chunk
 from ._format import api_request, chunk_to_json, cli_request, response_from_json, response_to_json
-from .recording import Cassette
+from .recording import Cassette, Recording
 
 __all__ = ["complete", "stream"]
 
@@ -86,20 +90,42 @@ def stream(
     normalized = cli_request(imodel, request)
     entry = tape.take("run", normalized, _label(imodel))
     if entry is not None:
-        return _replay(imodel, entry.chunks or [])
+        return _replay(imodel, _steps(entry))
     return _record(tape, normalized, live(request))
 
 
-async def _replay(imodel: Any, chunks: list[StreamChunk]) -> AsyncGenerator[Any, None]:
+# (chunk, its metadata if the chunk is shared -- None: yield a copy --, session id, text)
+_Step = tuple[StreamChunk, "dict[str, Any] | None", "str | None", "str | None"]
+
+
+def _steps(entry: Recording) -> list[_Step]:
+    """What replaying ``entry`` does chunk by chunk, worked out once, on its first replay."""
+    steps = entry.steps
+    if steps is None:
+        steps = entry.steps = [_step(chunk) for chunk in entry.chunks or []]
+    return steps
+
+
+def _step(chunk: StreamChunk) -> _Step:
+    shared = None if carries_data(chunk) else chunk.metadata
+    text = chunk.content if chunk.type == "text" else None
+    return chunk, shared, chunk.metadata.get("session_id") or None, text or None
+
+
+async def _replay(imodel: Any, steps: list[_Step]) -> AsyncGenerator[Any, None]:
     await anyio.lowlevel.checkpoint()
     endpoint = imodel.endpoint
-    for recorded in chunks:
-        session_id = recorded.metadata.get("session_id")
+    for chunk, shared, session_id, text in steps:
         if session_id:
             endpoint.session_id = session_id
-        if recorded.type == "text" and recorded.content:
-            emit_text_delta(recorded.content)
-        yield copy_chunk(recorded)
+        if text:
+            emit_text_delta(text)
+        if shared is None:
+            yield copy_chunk(chunk)
+        else:
+            if shared:  # written into by a consumer of an earlier replay: as recorded again
+                shared.clear()
+            yield chunk
 
 
 async def _record(

@@ -29,8 +29,9 @@ next time. Each exchange is appended as one line when it completes, so an interr
 recording keeps what it had.
 
 Every line is checked when the file is opened (`_format.check`); a CLI turn's chunks are
-validated then, once, and each replay hands out copies of them (`copy_chunk`), so replaying
-a long turn costs copying its chunks, not parsing and validating them again.
+validated then, once, and every replay hands out those same (immutable) chunks -- copies of
+the few that carry data (`_seam`) -- so replaying a long turn costs neither parsing nor
+validating nor copying it again.
 """
 
 from __future__ import annotations
@@ -62,7 +63,8 @@ class CassetteError(LionError):
 @dataclass(slots=True)
 class Recording:
     """One recorded exchange. ``data()`` parses it afresh for each replay; ``chunks`` are a
-    CLI turn's chunks, validated once -- hand out copies (`copy_chunk`), never these."""
+    CLI turn's chunks, validated once; ``steps`` is how the replay seam hands them out,
+    worked out on the first replay."""
 
     key: str
     kind: str
@@ -70,6 +72,7 @@ class Recording:
     line: str  # the exchange as written
     number: int  # line number in the file (1-based)
     chunks: list[StreamChunk] | None = None
+    steps: list[Any] | None = None
 
     def data(self) -> dict[str, Any]:
         return json.loads(self.line)
