@@ -22,9 +22,9 @@ from lion_nb.models.endpoints.base import streaming_to
 from tests.fakes.http_server import FakeProvider
 
 ROOT = Path(__file__).resolve().parents[2]
-ENV_KEY = "sk-test-cassette-env-8c1d2e3f4a5b"
-ARG_KEY = "sk-ant-test-cassette-arg-7d6c5b4a"
-HEADER_SECRET = "tok-cassette-header-0f9e8d7c"
+ENV_KEY = "sk-test-not-a-real-key-from-the-environment"
+ARG_KEY = "sk-ant-test-not-a-real-key-given-as-an-argument"
+HEADER_SECRET = "tok-test-not-a-real-header-token"
 PATTERNS = re.compile(r"sk-[A-Za-z0-9]|sk-ant-|Bearer\s|x-api-key", re.IGNORECASE)
 
 
@@ -106,7 +106,7 @@ def test_no_cassette_in_the_repository_holds_a_secret():
         assert not leaked, f"{path.relative_to(ROOT)} holds a test key"
 
 
-@pytest.mark.parametrize("pattern", ["sk-proj-abc123", "Bearer abc", "sk-ant-api03-x"])
+@pytest.mark.parametrize("pattern", ["sk-proj-example", "Bearer example", "sk-ant-example"])
 def test_the_scan_would_catch_a_leak(pattern: str):
     """The control: the patterns do match what a leaked key looks like."""
     assert PATTERNS.search(f'{{"text": "{pattern}"}}')
