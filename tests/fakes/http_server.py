@@ -39,7 +39,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FIXTURES", "FakeProvider", "Recorded", "Script", "sse_events"]
+__all__ = [
+    "FIXTURES",
+    "FakeProvider",
+    "Recorded",
+    "Script",
+    "anthropic_message",
+    "openai_completion",
+    "sse_events",
+]
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "providers"
 
@@ -62,6 +70,37 @@ def sse_events(name_or_text: str) -> list[str]:
     path = FIXTURES / name_or_text
     text = path.read_text() if path.suffix == ".sse" and path.exists() else name_or_text
     return [block.strip("\n") for block in text.split("\n\n") if block.strip()]
+
+
+def openai_completion(text: str, *, prompt_tokens: int = 11, completion_tokens: int = 3) -> dict:
+    """A non-streamed OpenAI chat completion answering ``text``, as the API sends it."""
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 1760000000,
+        "model": "gpt-4o-mini",
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+        ],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
+
+
+def anthropic_message(text: str, *, input_tokens: int = 9, output_tokens: int = 2) -> dict:
+    """A non-streamed Anthropic message answering ``text``, as the API sends it."""
+    return {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-sonnet-4-5",
+        "content": [{"type": "text", "text": text}],
+        "stop_reason": "end_turn",
+        "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens},
+    }
 
 
 @dataclass

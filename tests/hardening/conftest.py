@@ -1,23 +1,5 @@
 """Fixtures of the hardening tests: the real loopback provider server, and no keys."""
 
-from __future__ import annotations
+from tests.fakes.provider_fixtures import _no_provider_keys, http_fake
 
-from collections.abc import Iterator
-
-import pytest
-
-from lion_nb.models.secrets import SECRET_ENV_VARS
-from tests.fakes.http_server import FakeProvider
-
-
-@pytest.fixture
-def http_fake() -> Iterator[FakeProvider]:
-    """A fresh provider server on 127.0.0.1 (its queue and records are per test)."""
-    with FakeProvider() as fake:
-        yield fake
-
-
-@pytest.fixture(autouse=True)
-def _no_provider_keys(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in SECRET_ENV_VARS:
-        monkeypatch.delenv(name, raising=False)
+__all__ = ["_no_provider_keys", "http_fake"]

@@ -20,6 +20,7 @@ import pytest
 from lion_nb import Branch, iModel
 from lion_nb.errors import ConfigurationError
 from lion_nb.models.endpoints.base import ChatRequest
+from tests.fakes.http_server import anthropic_message
 
 KEY = "sk-test-history-0123456789"
 WEATHER_PARAMS = {
@@ -41,15 +42,7 @@ def claude(fake) -> iModel:
 
 
 def claude_text(text: str) -> dict:
-    return {
-        "id": "msg_text",
-        "type": "message",
-        "role": "assistant",
-        "model": "claude-sonnet-4-5",
-        "content": [{"type": "text", "text": text}],
-        "stop_reason": "end_turn",
-        "usage": {"input_tokens": 20, "output_tokens": 4},
-    }
+    return anthropic_message(text, input_tokens=20, output_tokens=4)
 
 
 def claude_tool_use() -> dict:

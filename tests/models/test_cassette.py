@@ -35,20 +35,8 @@ from lion_nb.models.cassettes import (
 )
 from lion_nb.models.endpoints.base import ChatRequest, CLIEndpoint, CLIRequest
 from lion_nb.models.stream import StreamChunk
-from tests.fakes.http_server import FakeProvider
+from tests.fakes.http_server import FakeProvider, openai_completion
 from tests.models.cassette_support import snapshot
-
-
-def completion(text: str) -> dict:
-    return {
-        "id": "chatcmpl-1",
-        "object": "chat.completion",
-        "model": "gpt-4o-mini",
-        "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
-        ],
-        "usage": {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6},
-    }
 
 
 @pytest.fixture
@@ -78,7 +66,7 @@ def ask(m: iModel, *questions: str) -> list[str]:
 
 def answers(server: FakeProvider, *texts: str) -> None:
     for text in texts:
-        server.push_json(completion(text))
+        server.push_json(openai_completion(text, prompt_tokens=5, completion_tokens=1))
 
 
 def lines(path: Path) -> list[dict]:

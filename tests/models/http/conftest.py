@@ -2,29 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import anyio
 import pytest
 
 from lion_nb.models.endpoints.base import ChatRequest, streaming_to
 from lion_nb.models.imodel import APICall, iModel
-from lion_nb.models.secrets import SECRET_ENV_VARS
-from tests.fakes.http_server import FakeProvider
+from tests.fakes.provider_fixtures import _no_provider_keys, http_fake
 
-
-@pytest.fixture
-def http_fake() -> Iterator[FakeProvider]:
-    """A fresh provider server on 127.0.0.1 (its queue and records are per test)."""
-    with FakeProvider() as fake:
-        yield fake
-
-
-@pytest.fixture(autouse=True)
-def _no_provider_keys(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Tests see no key from the machine they run on."""
-    for name in SECRET_ENV_VARS:
-        monkeypatch.delenv(name, raising=False)
+__all__ = ["_no_provider_keys", "http_fake"]
 
 
 def hello(**kw) -> ChatRequest:

@@ -14,32 +14,9 @@ from pydantic import BaseModel
 from lion_nb import Branch, iModel
 from lion_nb.errors import ExecutionError, OverloadedError, ServerError, StreamInterruptedError
 from lion_nb.models.endpoints.base import streaming_to
+from tests.fakes.http_server import anthropic_message, openai_completion
 
 KEY = "sk-test-branch-0123456789"
-
-
-def completion(text: str) -> dict:
-    return {
-        "id": "chatcmpl-1",
-        "object": "chat.completion",
-        "model": "gpt-4o-mini",
-        "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
-        ],
-        "usage": {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14},
-    }
-
-
-def anthropic_text(text: str) -> dict:
-    return {
-        "id": "msg_1",
-        "type": "message",
-        "role": "assistant",
-        "model": "claude-sonnet-4-5",
-        "content": [{"type": "text", "text": text}],
-        "stop_reason": "end_turn",
-        "usage": {"input_tokens": 9, "output_tokens": 2},
-    }
 
 
 def openai_branch(fake, **kw) -> Branch:
@@ -72,7 +49,7 @@ class Forecast(BaseModel):
 
 # -- OpenAI-compatible -------------------------------------------------------------------------
 def test_openai_communicate_records_the_exchange_with_usage(http_fake):
-    http_fake.push_json(completion("Hello there."))
+    http_fake.push_json(openai_completion("Hello there."))
     branch = openai_branch(http_fake)
     assert anyio.run(branch.communicate, "Hi") == "Hello there."
     assert [m.kind for m in branch.messages] == ["system", "instruction", "assistant_response"]
@@ -114,8 +91,8 @@ def test_openai_operate_runs_the_native_tool_call(http_fake):
 
 
 def test_openai_structured_output_through_communicate_and_operate(http_fake):
-    http_fake.push_json(completion(json.dumps({"city": "Oslo", "celsius": 4})))
-    http_fake.push_json(completion(json.dumps({"city": "Rome", "celsius": 21})))
+    http_fake.push_json(openai_completion(json.dumps({"city": "Oslo", "celsius": 4})))
+    http_fake.push_json(openai_completion(json.dumps({"city": "Rome", "celsius": 21})))
     branch = openai_branch(http_fake)
     first = anyio.run(lambda: branch.communicate("Oslo?", response_format=Forecast))
     second = anyio.run(lambda: branch.operate(instruction="Rome?", response_format=Forecast))
@@ -127,7 +104,7 @@ def test_openai_structured_output_through_communicate_and_operate(http_fake):
 
 def test_openai_429_retry_after_then_success(http_fake):
     http_fake.push_error(429, headers={"Retry-After": "1"})
-    http_fake.push_json(completion("made it"))
+    http_fake.push_json(openai_completion("made it"))
     branch = openai_branch(http_fake)
     start = time.monotonic()
     assert anyio.run(branch.communicate, "Hi") == "made it"
@@ -168,7 +145,7 @@ def test_openai_mid_stream_error_raises_keeps_partial_text_and_records_nothing(h
 
 # -- Anthropic -----------------------------------------------------------------------------------
 def test_anthropic_communicate_records_the_exchange(http_fake):
-    http_fake.push_json(anthropic_text("Bonjour."))
+    http_fake.push_json(anthropic_message("Bonjour."))
     branch = anthropic_branch(http_fake)
     assert anyio.run(branch.communicate, "Hi") == "Bonjour."
     sent = http_fake.requests[-1]
@@ -198,7 +175,7 @@ def test_anthropic_streamed_tool_use_through_operate(http_fake):
 
 def test_anthropic_structured_output(http_fake):
     body = {
-        **anthropic_text(""),
+        **anthropic_message(""),
         "content": [
             {
                 "type": "tool_use",

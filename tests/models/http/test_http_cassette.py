@@ -26,7 +26,7 @@ from lion_nb import Branch, Session, Signal, iModel
 from lion_nb.errors import ExecutionError
 from lion_nb.models.cassettes import cassette
 from lion_nb.models.endpoints.base import streaming_to
-from tests.fakes.http_server import FakeProvider, Script
+from tests.fakes.http_server import FakeProvider, Script, openai_completion
 from tests.models.cassette_support import snapshot
 
 
@@ -44,19 +44,6 @@ FORECAST = {"city": "Oslo", "celsius": 4}
 
 
 # -- wire replies --------------------------------------------------------------------------------
-def openai_completion(text: str) -> dict:
-    return {
-        "id": "chatcmpl-7",
-        "object": "chat.completion",
-        "created": 1760000000,
-        "model": "gpt-4o-mini",
-        "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
-        ],
-        "usage": {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14},
-    }
-
-
 def openai_stream(parts: list[str]) -> list[str]:
     def event(delta: dict, finish: str | None = None) -> str:
         chunk = {
