@@ -124,20 +124,31 @@ class Progress:
 
     def line(self) -> str:
         """One line of text, for the text view and reprs."""
-        parts = [f"{self.done}/{self.total} done"]
-        if self.failed:
-            parts.append(f"{self.failed} failed")
-        if self.stopped:
-            parts.append(f"{self.stopped} stopped")
-        if self.in_flight:
-            parts.append(f"{self.in_flight} in flight")
-        if self.tokens:
-            parts.append(f"{self.tokens:,} tokens")
+        parts = count_parts(
+            self.done, self.total, self.failed, self.stopped, self.tokens, self.in_flight
+        )
         if self.cost_usd is not None:
             parts.append(f"${self.cost_usd:.4f}")
         if self.eta is not None and self.state in ("running", "submitted"):
             parts.append(f"ETA {self.eta:.0f} s")
         return f"{self.name} ({self.via}, {self.state}): " + " · ".join(parts)
+
+
+def count_parts(
+    done: int, total: int, failed: int, stopped: int, tokens: int, in_flight: int = 0
+) -> list[str]:
+    """A batch's counts as short phrases ("3/10 done", "1 failed", ...), the ones that are
+    not zero, for the text view and the progress widget's static rendering."""
+    parts = [f"{done}/{total} done"]
+    if failed:
+        parts.append(f"{failed} failed")
+    if stopped:
+        parts.append(f"{stopped} stopped")
+    if in_flight:
+        parts.append(f"{in_flight} in flight")
+    if tokens:
+        parts.append(f"{tokens:,} tokens")
+    return parts
 
 
 class BatchRun:

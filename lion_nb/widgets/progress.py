@@ -130,14 +130,11 @@ class BatchProgress(StaticFallback, anywidget.AnyWidget):
             self.retryable = ended and (p.failed + p.stopped + p.pending) > 0
 
     def _counts(self) -> str:
-        parts = [f"{self.done}/{self.total} done"]
-        if self.failed:
-            parts.append(f"{self.failed} failed")
-        if self.stopped:
-            parts.append(f"{self.stopped} stopped")
-        if self.tokens:
-            parts.append(f"{self.tokens:,} tokens")
-        return " · ".join(parts)
+        from ..session.batch import count_parts
+
+        return " · ".join(
+            count_parts(self.done, self.total, self.failed, self.stopped, self.tokens)
+        )
 
     def static_text(self) -> str:
         if self.live:
