@@ -151,8 +151,9 @@ def _mask(text: str, shortest: int) -> str:
 
 def scrub(text: str) -> str:
     """``text`` with the value of every known key and secret environment variable masked,
-    and nothing else changed (for prompts: code and tracebacks stay readable)."""
-    return _mask(text, MIN_SCRUB) if text else text
+    and nothing else changed (for prompts: code and tracebacks stay readable). A text
+    shorter than any value it masks is returned without a scan (ids, numbers, short items)."""
+    return _mask(text, MIN_SCRUB) if len(text) >= MIN_SCRUB else text
 
 
 def redact(text: str) -> str:

@@ -150,10 +150,9 @@ def _text(value: Any) -> str:
 
 
 def _scrubbed(text: str) -> str:
-    from ..models.secrets import MIN_SCRUB, scrub
+    from ..models.secrets import scrub
 
-    # no secret is shorter than what `scrub` masks: short values (ids, numbers) skip the scan
-    return text if len(text) < MIN_SCRUB else scrub(text)
+    return scrub(text)
 
 
 # -- results ---------------------------------------------------------------------------------
