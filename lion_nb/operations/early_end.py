@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 __all__ = [
     "INCOMPLETE",
     "INTERRUPTED",
+    "KEPT_NOTE",
     "REASON",
     "Received",
     "is_cancellation",
@@ -50,6 +51,8 @@ INCOMPLETE = "incomplete"
 REASON = "incomplete_reason"
 #: the reason recorded for a cancelled turn
 INTERRUPTED = "interrupted"
+#: what a turn's view adds to its status when the turn kept an incomplete answer
+KEPT_NOTE = "incomplete answer kept on the branch"
 
 
 class Received:
