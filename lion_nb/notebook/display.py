@@ -93,6 +93,7 @@ class HandleView(TurnView):
         self._steps: list[str] = []
         self._throttle = Throttle(self._flush, info.max_rate)
         self.updates = 0
+        self._incomplete = False  # the turn recorded an answer cut short
 
     # -- the seam ------------------------------------------------------------------------
     def start(self) -> None:
@@ -106,7 +107,10 @@ class HandleView(TurnView):
         self._throttle.poke()
 
     def message(self, message: Any) -> None:
+        from ..operations.early_end import is_incomplete
+
         kind = getattr(message, "kind", "")
+        self._incomplete = self._incomplete or is_incomplete(message)
         if kind == "action_request":
             self._steps.append(f"→ {message.rendered}")
         elif kind == "action_response":
@@ -126,6 +130,10 @@ class HandleView(TurnView):
     def fail(self, error: BaseException, *, interrupted: bool = False) -> None:
         self._throttle.cancel()
         what = "interrupted" if interrupted else f"failed: {type(error).__name__}"
+        if self._incomplete:
+            from ..operations.early_end import KEPT_NOTE
+
+            what = f"{what} · {KEPT_NOTE}"
         self._update(self._bundle(streaming=False, status=what))
 
     # -- output ----------------------------------------------------------------------------

@@ -22,7 +22,13 @@ from .types import ChatParam
 if TYPE_CHECKING:
     from ..session.branch import Branch
 
-__all__ = ["build_request", "chat", "make_instruction", "response_format_spec"]
+__all__ = [
+    "build_request",
+    "chat",
+    "cut_by_max_tokens",
+    "make_instruction",
+    "response_format_spec",
+]
 
 
 @functools.lru_cache(maxsize=256)
@@ -174,11 +180,30 @@ def _to_assistant_response(branch: Branch, imodel: Any, response: Any) -> Assist
         ]
     if getattr(response, "notes", None):
         metadata["notes"] = list(response.notes)
+    if response.finish_reason == "length":  # cut off: later errors about the answer say so
+        metadata["finish_reason"] = "length"
     return AssistantResponse(
         response=response.text or "",
         sender=str(branch.id),
         recipient=branch.user or "user",
         metadata=metadata,
+    )
+
+
+def cut_by_max_tokens(response: AssistantResponse, param: ChatParam | None = None) -> str:
+    """A sentence saying the answer was cut off by ``max_tokens`` and how to raise it, or
+    ``""`` when it was not (finish reason ``length``, recorded on the response)."""
+    if response.metadata.get("finish_reason") != "length":
+        return ""
+    limit = None
+    if param is not None:
+        imodel = param.imodel
+        options = {**(getattr(imodel, "options", None) or {}), **(param.imodel_kw or {})}
+        limit = options.get("max_tokens", options.get("max_completion_tokens"))
+    where = f"`max_tokens={limit}`" if limit is not None else "`max_tokens`"
+    return (
+        f"the answer was cut off by {where} before it was complete; raise it (pass a larger "
+        "`max_tokens=` to the call, or set it on the model). "
     )
 
 

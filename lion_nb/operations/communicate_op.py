@@ -3,8 +3,13 @@
 Order: clear messages if asked; one `chat`; append the instruction and the response (in that
 order); then return the text (``skip_validation`` or nothing to parse), the parsed
 ``response_format`` instance, or the ``request_fields`` mapping with unmatched fields
-removed. Parse failures are wrapped in `ParseError` naming the requested type. The lifecycle
-is the facade's (`observed_run`), not this function's.
+removed. Parse failures are wrapped in `ParseError` naming the requested type; when the
+answer was cut off by ``max_tokens`` the error says so and how to raise it. The parse model's
+call gets the turn's own ``max_tokens`` (a re-parse is bounded like the call it repairs). The
+lifecycle is the facade's (`observed_run`), not this function's.
+
+A turn that ends early (a stream cut short, a cancellation) keeps what arrived, marked
+incomplete, by the rule in `early_end`.
 """
 
 from __future__ import annotations
@@ -12,8 +17,9 @@ from __future__ import annotations
 import warnings
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ParseError
-from .chat_op import chat
+from ..errors import ExecutionError, ParseError, ProviderError
+from .chat_op import chat, cut_by_max_tokens, make_instruction
+from .early_end import Received, is_cancellation, partial_answer, reason_for
 from .types import ChatParam, ParseParam
 
 if TYPE_CHECKING:
@@ -50,7 +56,15 @@ async def communicate(
     retries = clamp_parse_retries(parse_param.max_retries) if parse_param is not None else 0
     if clear_messages:
         branch.msgs.clear_messages()
-    ins, res = await chat(branch, instruction, chat_param, return_ins_res_message=True)
+    ins = make_instruction(branch, instruction, chat_param)
+    ended: BaseException | None = None
+    with Received() as received:
+        try:
+            ins, res = await chat(branch, ins, chat_param, return_ins_res_message=True)
+        except BaseException as exc:
+            ended = exc
+    if ended is not None:
+        raise _ended_early(branch, ins, chat_param, ended, received.text)
     branch.msgs.add_message(instruction=ins)
     branch.msgs.add_message(assistant_response=res)
 
@@ -66,11 +80,16 @@ async def communicate(
             value, parse_response = await parse_with_details(
                 branch,
                 res.response,
-                parse_param.with_(max_retries=retries, handle_validation="raise"),
+                parse_param.with_(
+                    max_retries=retries,
+                    handle_validation="raise",
+                    imodel_kw=_parse_options(parse_param, chat_param),
+                ),
             )
         except ValueError as exc:
+            cut = cut_by_max_tokens(res, chat_param)
             raise ParseError(
-                f"The model's answer could not be parsed into `{name}`: {exc}",
+                f"The model's answer could not be parsed into `{name}`: {cut}{exc}",
                 target=target,
                 text=res.response,
             ) from exc
@@ -90,3 +109,31 @@ async def communicate(
         return fuzzy_validate_mapping(data, keys, drop_undefined=True)
 
     return res.response
+
+
+def _ended_early(
+    branch: Branch, ins: Any, chat_param: ChatParam, exc: BaseException, received: str
+) -> BaseException:
+    """Apply the early-end rule (`early_end`) to a call that ended with ``exc``; return the
+    exception to raise."""
+    failed = isinstance(exc, ExecutionError)  # the call failed (the provider's error is the cause)
+    cause = exc.__cause__ if failed else exc
+    text = received
+    if isinstance(cause, ProviderError) and cause.partial_text:
+        text = cause.partial_text
+    if not text or not (failed or is_cancellation(exc)):
+        return exc  # nothing arrived: the branch stays as it was
+    imodel = branch.chat_model if chat_param.imodel is None else chat_param.imodel
+    answer = partial_answer(branch, imodel, text, reason_for(cause or exc))
+    branch.msgs.add_message(instruction=ins)
+    branch.msgs.add_message(assistant_response=answer)
+    return cause if isinstance(cause, ProviderError) else exc
+
+
+def _parse_options(parse_param: ParseParam, chat_param: ChatParam) -> dict[str, Any]:
+    """The parse call's options: its own, plus the turn's output limit when it has none."""
+    options = dict(parse_param.imodel_kw)
+    for key in ("max_tokens", "max_completion_tokens"):
+        if key in chat_param.imodel_kw and key not in options:
+            options[key] = chat_param.imodel_kw[key]
+    return options

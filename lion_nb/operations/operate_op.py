@@ -225,15 +225,23 @@ def _new_messages(branch: Branch, mark: Any) -> list[Any]:
     return [branch.messages[uid] for uid in order[i + 1 :]]
 
 
-def _native_requests(new: list[Any]) -> list[ActionRequest]:
-    """Tool calls the model made natively in this exchange and nobody has run yet."""
+def _native_requests(new: list[Any], chat_param: ChatParam) -> list[ActionRequest]:
+    """Tool calls the model made natively in this exchange and nobody has run yet. A call
+    whose arguments were cut off by ``max_tokens`` carries that in ``metadata["cut_off"]``,
+    so its error says so (`ActionManager.invoke`)."""
+    from .chat_op import cut_by_max_tokens
+
     handled = {m.call_id for m in new if isinstance(m, ActionRequest)}
     out = []
     for message in new:
         if isinstance(message, AssistantResponse):
+            cut = cut_by_max_tokens(message, chat_param)
             for call in message.metadata.get("tool_calls") or ():
                 if call.get("id") not in handled:
-                    out.append(to_action_request(call))
+                    request = to_action_request(call)
+                    if cut and "_raw_arguments" in request.arguments:
+                        request.metadata["cut_off"] = cut
+                    out.append(request)
     return out
 
 
@@ -334,7 +342,7 @@ async def operate(
     if skip_validation:
         return result
 
-    native = _native_requests(_new_messages(branch, mark)) if actions else []
+    native = _native_requests(_new_messages(branch, mark), chat_param) if actions else []
     answer = result
     if failure is None and target is not None and not _valid(result, target):
         if isinstance(result, (str, dict, BaseModel)) and (result or not native):

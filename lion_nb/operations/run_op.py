@@ -46,7 +46,9 @@ Cleanup, on every exit (end, failure, cancellation, a consumer that stops early)
 stream is closed (stopping its process), shielded from cancellation; a failure while closing
 is logged and never replaces the exception in flight. Text still pending after a cancellation
 or an abandoned iteration cannot be yielded any more; it is recorded as an `AssistantResponse`
-with ``metadata["partial"] = True``. Lifecycle: one `RunStart`, then one terminal signal after
+with ``metadata["partial"] = True``. Either way, and for the text flushed before a failure is
+raised, the answer is marked incomplete (``metadata["incomplete"]``, with the reason) by the
+rule for turns that end early (`early_end`). Lifecycle: one `RunStart`, then one terminal signal after
 cleanup -- `RunEnd` for a completed or abandoned run, `RunFailed` for a failure or a
 cancellation (a cancellation is seen as such only while the run waits on its provider; a
 consumer cancelled elsewhere just stops iterating). Nested turns emit nothing, but clean up.
@@ -98,6 +100,7 @@ from ..protocols.messages import (
     RoledMessage,
 )
 from .chat_op import make_instruction
+from .early_end import INTERRUPTED, mark_incomplete, reason_for
 from .types import ChatParam, ParseParam, RunParam
 
 if TYPE_CHECKING:
@@ -170,7 +173,7 @@ async def run(
                 yield message
         if failure is not None:
             await _close(stream)  # stop the agent before handing over what it said
-        for message in turn.flush():
+        for message in turn.flush(None if failure is None else reason_for(failure)):
             yield message
         if failure is not None:
             raise failure
@@ -368,18 +371,20 @@ class _Turn:
             return [*self._close_calls(_UNREPORTED), self._answer(deepcopy(chunk.metadata))]
         return []
 
-    def flush(self) -> list[RoledMessage]:
-        """The pending answer, if anything is pending (after closing calls left open)."""
+    def flush(self, incomplete: str | None = None) -> list[RoledMessage]:
+        """The pending answer, if anything is pending (after closing calls left open); marked
+        incomplete for the reason given, if any (the run failed)."""
         if not (self.text or self.thinking):
             return []
-        return [*self._close_calls(_UNREPORTED), self._answer({})]
+        extra = mark_incomplete({}, incomplete) if incomplete else {}
+        return [*self._close_calls(_UNREPORTED), self._answer(extra)]
 
     def flush_partial(self) -> None:
         """Record what is pending when it can no longer be yielded: first a response for
         every call whose result never came, then the pending text."""
         self._close_calls("The run ended before this call's result arrived.")
         if self.text or self.thinking:
-            self._answer({"partial": True})
+            self._answer(mark_incomplete({"partial": True}, INTERRUPTED))
 
     def _close_calls(self, why: str) -> list[RoledMessage]:
         """An error response for every call still without a result, recorded before anything

@@ -309,6 +309,7 @@ class ActionManager:
             request = ActionRequest.model_validate(request)
         start = time.perf_counter()
         try:
+            _check_complete(request)
             output: Any = _plain(await self._lookup(request.function).call(request.arguments))
             is_error = False
         except Exception as exc:
@@ -328,6 +329,22 @@ class ActionManager:
 
 
 # -- helpers ------------------------------------------------------------------------------------
+def _check_complete(request: ActionRequest) -> None:
+    """Arguments that were not a JSON object (kept as ``_raw_arguments`` by the endpoint)
+    fail with what the model sent and -- when its answer was cut off by ``max_tokens`` --
+    how to raise it, rather than as an unknown parameter."""
+    raw = request.arguments.get("_raw_arguments")
+    if len(request.arguments) != 1 or not isinstance(raw, str):
+        return
+    shown = raw if len(raw) <= 80 else raw[:77] + "..."
+    cut = request.metadata.get("cut_off") if isinstance(request.metadata, dict) else None
+    why = f": {cut.strip()}" if cut else "."
+    raise ValueError(
+        f"The arguments for `{request.function}` are not a complete JSON object (the model "
+        f"sent {shown!r}){why}"
+    )
+
+
 def _unwrap(obj: Any) -> Any:
     while isinstance(obj, functools.partial):
         obj = obj.func

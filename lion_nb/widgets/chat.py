@@ -13,10 +13,10 @@ Decisions:
   mean. ``send`` during a run raises `RuntimeError`.
 - Each operation keeps its own semantics: ``communicate``, ``operate`` and ``ReAct`` record
   the turn; ``chat`` and ``interpret`` record nothing, so their answer is shown under the view
-  (``note``) rather than in it. Stop cancels the task: the branch keeps what the operation
-  recorded before it was cancelled (an API turn records nothing until its answer arrives),
-  and a text that left no trace on the branch goes back into the input box, as it does after
-  a failure.
+  (``note``) rather than in it. Stop cancels the task: the branch keeps what the turn
+  received -- the instruction and the text streamed so far, marked incomplete (ADR-0106), and
+  the status says so -- and a text that left no trace on the branch (stopped before any
+  answer text) goes back into the input box, as it does after a failure.
 - A turn is the last instruction and everything after it. A turn this chat sent is known as a
   whole (ReAct records several instructions in one turn), so Undo and Re-run remove all of
   it. Removal goes through `MessageManager.remove_message` / `clear_messages`, which also drop
@@ -247,6 +247,10 @@ class Chat(StaticFallback, widgets.VBox):
                 parts.append(f"{tokens} tokens")
             elif streamed:
                 parts.append(f"~{_estimate(streamed)} tokens")
+        from ..operations.early_end import KEPT_NOTE, is_incomplete
+
+        if any(is_incomplete(m) for m in new):
+            parts.append(KEPT_NOTE)
         view.status = " · ".join(parts)
         self._set_running(False)
 

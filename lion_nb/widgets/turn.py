@@ -9,7 +9,8 @@ The front end counts elapsed time itself from ``started`` while ``running`` is t
 silent model costs no comm traffic; the kernel sends the final figure at the end.
 
 Stop calls ``stop`` (given by whoever runs the turn): it cancels the turn, which ends the way
-an interrupt does -- what was received is kept.
+an interrupt does -- what was received is kept, and the status says so ("stopped · incomplete
+answer kept on the branch") once the branch recorded it (ADR-0106).
 
 When the turn has finished, the streamed text is cleared: the answer is shown once, as its own
 output, by whoever ran the turn. The widget keeps its header (status, time, tokens) and the
@@ -66,6 +67,7 @@ class TurnWidget(anywidget.AnyWidget):
         self._markdown = markdown
         self._text: list[str] = []
         self._steps: dict[str, dict[str, Any]] = {}
+        self._incomplete = False  # the turn recorded an answer cut short
         self._cache = EntryCache(size=64)
         self._t0 = 0.0
         self._throttle = Throttle(self._flush, max_rate)
@@ -87,7 +89,10 @@ class TurnWidget(anywidget.AnyWidget):
         self._throttle.poke()
 
     def message(self, message: Any) -> None:
+        from ..operations.early_end import is_incomplete
+
         kind = getattr(message, "kind", "")
+        self._incomplete = self._incomplete or is_incomplete(message)
         if kind == "action_request":
             self._steps[str(message.id)] = self._cache.entry(message, len(self._steps))
         elif kind == "action_response":
@@ -111,12 +116,19 @@ class TurnWidget(anywidget.AnyWidget):
         self._throttle.flush()
 
     def fail(self, error: BaseException, *, interrupted: bool = False) -> None:
+        """End the turn as stopped or failed; the status says when an incomplete answer was
+        kept (the text shown so far stays: it is what the branch holds)."""
         if interrupted:
-            self._end("stopped")
+            status = "stopped"
         else:
             from ..models.secrets import redact
 
-            self._end(redact(f"failed: {type(error).__name__}: {error}")[:300])
+            status = redact(f"failed: {type(error).__name__}: {error}")[:300]
+        if self._incomplete:
+            from ..operations.early_end import KEPT_NOTE
+
+            status = f"{status} · {KEPT_NOTE}"
+        self._end(status)
         self._throttle.flush()
 
     def stop(self) -> bool:

@@ -90,6 +90,22 @@ def openai_completion(text: str, *, prompt_tokens: int = 11, completion_tokens: 
     }
 
 
+def openai_deltas(parts: list[str], *, finish_reason: str | None = None) -> list[str]:
+    """An OpenAI chat stream's events: one content delta per part, then ``[DONE]``. Without
+    a ``finish_reason`` it is how llama.cpp ends a request another one preempted."""
+    events = []
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        choice = {
+            "index": 0,
+            "delta": {"content": part},
+            "finish_reason": finish_reason if last else None,
+        }
+        chunk = {"id": "chatcmpl-s", "object": "chat.completion.chunk", "choices": [choice]}
+        events.append(f"data: {json.dumps(chunk)}")
+    return [*events, "data: [DONE]"]
+
+
 def anthropic_message(text: str, *, input_tokens: int = 9, output_tokens: int = 2) -> dict:
     """A non-streamed Anthropic message answering ``text``, as the API sends it."""
     return {

@@ -106,7 +106,7 @@ def test_stop_from_another_task_interrupts_a_silent_turn_and_no_timer_is_left(nb
     assert running_wakers() == 0
     assert _waker_handles(get_asyncio_loop()) == []  # nothing keeps waking the idle loop
     assert notebook_state().foreground_stop is None
-    assert list(current_session().get_branch("quiet").messages) == []  # API turn: ADR-0021 D3
+    assert list(current_session().get_branch("quiet").messages) == []  # no text arrived (ADR-0106)
     assert run(nb, "%%lion -q\nstill usable").error is None
 
 

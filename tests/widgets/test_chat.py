@@ -179,23 +179,33 @@ def test_stop_ends_a_silent_run_promptly_and_a_later_send_works():
     assert chat.view.status.startswith("done")
 
 
-def test_stop_from_the_button_during_a_streaming_run_keeps_what_was_recorded():
+def test_stop_from_the_button_during_a_streaming_run_keeps_what_was_received():
     branch = _branch(_scripted("First answer.", " ".join(["slow"] * 400), delay=0.05))
     chat = Chat(branch)
+    shown: list[str] = []
 
     async def main():
         await chat.send("one")
         _type_and_enter(chat, "two")
-        while not chat.view.streamed_text:
+        while len(chat.view.streamed_text) < 10:
             await asyncio.sleep(0.01)
         _front_end(chat.stop_button, "custom", {"event": "click"})
+        shown.append(chat.view.streamed_text)
         await asyncio.wait([chat.task])
 
     asyncio.run(main())
     assert chat.view.status.startswith("stopped")
-    assert [m.kind for m in branch.messages] == ["system", "instruction", "assistant_response"]
-    assert branch.messages[-1].response == "First answer."
-    assert chat.input.value == "two" and chat.view.stream_html == ""
+    assert "incomplete answer kept on the branch" in chat.view.status
+    kinds = ["system", "instruction", "assistant_response", "instruction", "assistant_response"]
+    assert _kinds(branch) == kinds
+    assert branch.messages[2].response == "First answer."
+    partial = branch.messages[-1]
+    assert branch.messages[-2].instruction == "two"
+    assert partial.response.startswith(shown[0]) and partial.response.startswith("slow slow")
+    assert partial.metadata["incomplete"] is True
+    assert partial.metadata["incomplete_reason"] == "interrupted"
+    assert len(partial.response) < len(" ".join(["slow"] * 400))  # really cut short
+    assert chat.input.value == "" and chat.view.stream_html == ""  # the turn is on the branch
 
 
 # -- undo, re-run, clear -------------------------------------------------------------------------

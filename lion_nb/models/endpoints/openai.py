@@ -430,6 +430,14 @@ class _ChatStream:
                 "the server stopped this request before answering it (llama.cpp does this to a "
                 "request it preempted). Nothing was recorded; try again."
             )
+        if self.finish_reason is None:
+            # ``[DONE]`` after some text but no finish reason: llama.cpp ends a request this
+            # way when another one preempts it. The text is a part of an answer, not one.
+            raise self._interrupted(
+                "the stream ended without a finish reason: the server stopped this answer "
+                "part way (llama.cpp does this to a request another one preempts). What "
+                "arrived is kept, marked incomplete; ask again for the whole answer."
+            )
         message: dict[str, Any] = {"role": "assistant", "content": self.partial_text or None}
         if self.tools:
             message["tool_calls"] = [self.tools[i] for i in sorted(self.tools)]

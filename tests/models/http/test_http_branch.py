@@ -126,7 +126,7 @@ def test_openai_500_three_times_is_a_typed_error_and_the_branch_is_unchanged(htt
     assert branch.logs[-1].content["status"] == "failed"
 
 
-def test_openai_mid_stream_error_raises_keeps_partial_text_and_records_nothing(http_fake):
+def test_openai_mid_stream_error_raises_and_keeps_the_partial_answer_marked(http_fake):
     http_fake.push_fixture("openai_stream_midstream_error.sse")
     branch = openai_branch(http_fake)
     seen: list[str] = []
@@ -135,12 +135,16 @@ def test_openai_mid_stream_error_raises_keeps_partial_text_and_records_nothing(h
         with streaming_to(seen.append):
             await branch.communicate("Capital of France?")
 
-    with pytest.raises(ExecutionError) as info:
+    with pytest.raises(StreamInterruptedError) as info:
         anyio.run(main)
-    cause = info.value.__cause__
-    assert isinstance(cause, StreamInterruptedError) and cause.partial_text == "".join(seen) != ""
+    assert info.value.partial_text == "".join(seen) != ""
     assert len(http_fake.requests) == 1  # never retried
-    assert [m.kind for m in branch.messages] == ["system"]
+    # what arrived is kept, marked incomplete (ADR-0106)
+    assert [m.kind for m in branch.messages] == ["system", "instruction", "assistant_response"]
+    answer = branch.messages[-1]
+    assert answer.response == "".join(seen)
+    assert answer.metadata["incomplete"] is True
+    assert "error in the middle of the stream" in answer.metadata["incomplete_reason"]
 
 
 # -- Anthropic -----------------------------------------------------------------------------------
