@@ -40,7 +40,15 @@ import os
 import re
 from typing import Any
 
-__all__ = ["MASK", "SECRET_ENV_VARS", "RedactingFilter", "Secret", "redact", "scrub"]
+__all__ = [
+    "MASK",
+    "SECRET_ENV_VARS",
+    "RedactingFilter",
+    "Secret",
+    "redact",
+    "scrub",
+    "scrub_values",
+]
 
 SECRET_ENV_VARS = (
     "OPENAI_API_KEY",
@@ -137,6 +145,14 @@ def _secret_values() -> tuple[str, ...]:
         return values
     values = tuple(sorted({*_KNOWN, *_scan_environment()}, key=len, reverse=True))
     _cache = (state, known, values)
+    return values
+
+
+def scrub_values() -> tuple[str, ...]:
+    """The values `scrub` masks, longest first: fetch them once to mask many texts."""
+    values = _secret_values()
+    if values and len(values[-1]) < MIN_SCRUB:
+        values = tuple(v for v in values if len(v) >= MIN_SCRUB)
     return values
 
 
