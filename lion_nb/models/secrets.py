@@ -27,7 +27,7 @@ KEY, TOKEN, SECRET, PASSWORD or CREDENTIAL (values of 8 characters or more, so t
 harmless values such as ``1`` or ``true`` are left alone). That is what keeps a CLI agent
 that prints its own credentials on stderr (``CODEX_API_KEY``, ``CLAUDE_CODE_OAUTH_TOKEN``,
 ...) from leaking them into an error. The scan is cached per state of ``os.environ``, so a
-call costs a tuple comparison unless the environment changed.
+call costs a dict comparison unless the environment changed.
 
 A `Secret` copies as itself (``copy.copy`` / ``copy.deepcopy``) and refuses to be pickled:
 a key is never written to a file by accident.
@@ -40,7 +40,15 @@ import os
 import re
 from typing import Any
 
-__all__ = ["MASK", "SECRET_ENV_VARS", "RedactingFilter", "Secret", "redact", "scrub"]
+__all__ = [
+    "MASK",
+    "SECRET_ENV_VARS",
+    "RedactingFilter",
+    "Secret",
+    "redact",
+    "scrub",
+    "scrub_values",
+]
 
 SECRET_ENV_VARS = (
     "OPENAI_API_KEY",
@@ -122,21 +130,31 @@ def _scan_environment() -> list[str]:
     return values
 
 
-def _env_state() -> Any:
-    """A cheap fingerprint of ``os.environ`` (None where it cannot be taken: always rescan)."""
+def _env_data() -> dict | None:
+    """``os.environ``'s own dict (None where it has none: always rescan)."""
     data = getattr(os.environ, "_data", None)
-    return tuple(data.items()) if isinstance(data, dict) else None
+    return data if isinstance(data, dict) else None
 
 
 def _secret_values() -> tuple[str, ...]:
-    """Every value to mask, longest first (so a key that contains another is masked whole)."""
+    """Every value to mask, longest first (so a key that contains another is masked whole).
+    Cached against a copy of the environment: comparing two dicts costs far less than a
+    fingerprint built on every call, and a message is checked each time one is made."""
     global _cache
-    state, known = _env_state(), len(_KNOWN)
-    cached_state, cached_known, values = _cache
-    if state is not None and state == cached_state and known == cached_known:
+    data, known = _env_data(), len(_KNOWN)
+    cached_data, cached_known, values = _cache
+    if data is not None and known == cached_known and data == cached_data:
         return values
     values = tuple(sorted({*_KNOWN, *_scan_environment()}, key=len, reverse=True))
-    _cache = (state, known, values)
+    _cache = (dict(data) if data is not None else None, known, values)
+    return values
+
+
+def scrub_values() -> tuple[str, ...]:
+    """The values `scrub` masks, longest first: fetch them once to mask many texts."""
+    values = _secret_values()
+    if values and len(values[-1]) < MIN_SCRUB:
+        values = tuple(v for v in values if len(v) >= MIN_SCRUB)
     return values
 
 

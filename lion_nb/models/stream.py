@@ -8,7 +8,8 @@ recorded turn, replayed many times (a cassette answers every re-run of a cell), 
 the same validated chunks on every replay. What a chunk carries in a container (``metadata``,
 ``tool_input``, a dict or list ``tool_output``) is not frozen: a consumer that keeps it copies
 it (`run` does), and a replay hands out copies (`copy_chunk`) of the few chunks that carry
-any. `validate_chunks` checks a whole list in one validator call; `copy_chunk` makes an equal,
+any. Text in a chunk is made clean as it is validated (`lion_nb.models.clean`).
+`validate_chunks` checks a whole list in one validator call; `copy_chunk` makes an equal,
 independent chunk without validating it again.
 """
 
@@ -17,7 +18,9 @@ from __future__ import annotations
 from functools import cache
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from .clean import clean_fields
 
 __all__ = ["ChunkType", "StreamChunk", "carries_data", "copy_chunk", "validate_chunks"]
 
@@ -46,6 +49,17 @@ class StreamChunk(BaseModel):
     is_error: bool = False
     is_delta: bool = False
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _clean(self) -> StreamChunk:
+        """What a CLI printed enters here: lone surrogates replaced, known secrets masked
+        (`lion_nb.models.clean`; a key split over several deltas is masked in the message
+        they make)."""
+        clean_fields(self.__dict__, _NOT_TEXT)
+        return self
+
+
+_NOT_TEXT = frozenset({"type"})
 
 
 @cache

@@ -157,7 +157,9 @@ class HandleView(TurnView):
         head = " · ".join(
             p for p in (info.branch, info.operation, info.model, state, info.note) if p
         )
-        text = "".join(self._text)
+        from ..models.clean import clean_text
+
+        text = clean_text("".join(self._text))  # not a message yet: made clean here
         steps = "\n".join(self._steps)
         plain = "\n".join(part for part in (f"[{head}]", steps, text) if part)
         if info.fmt == "markdown" and text:

@@ -5,6 +5,14 @@ action_response); ``role`` says who speaks it on the wire. Every message can ren
 as readable text (``rendered``) and as one OpenAI-style chat message (``chat_msg``), the
 lingua franca that every endpoint translates from.
 
+Text enters the conversation here, so a message is made clean here, once: every field's
+strings, when the message is made, loaded or assigned, have lone surrogates replaced and
+known secrets masked (`lion_nb.models.clean`). What shows, saves or exports a branch -- the
+widgets and their static HTML, exports, the store, batch records, reprs -- reads messages,
+so none of them meets a key or a string that cannot be encoded. (A dict inside a message
+changed in place, ``message.metadata[k] = v``, is not checked again; the store and the
+exports scrub what they write as well.)
+
 A message keeps a private revision counter that any public-field assignment bumps, so request
 rendering can cache by ``(id, revision)`` and never re-render an unchanged history.
 """
@@ -19,6 +27,7 @@ from uuid import UUID, uuid4
 
 from pydantic import ConfigDict, Field, TypeAdapter, field_validator, model_validator
 
+from ..models.clean import clean_data, clean_fields
 from .element import Element
 
 __all__ = [
@@ -47,6 +56,7 @@ MUTATIONS = [0]
 
 
 _PLAIN = (str, int, float, bool, type(None))
+_NOT_TEXT = frozenset({"id", "created_at", "kind"})  # fields no outside text reaches
 
 
 def _to_text(value: Any) -> str:
@@ -85,7 +95,15 @@ class RoledMessage(Element):
             raise ValueError(f"an id or a name is needed, got {type(v).__name__}")
         return str(v)
 
+    @model_validator(mode="after")
+    def _clean(self) -> RoledMessage:
+        """Lone surrogates replaced and known secrets masked in every field (see above)."""
+        clean_fields(self.__dict__, _NOT_TEXT)
+        return self
+
     def __setattr__(self, name: str, value: Any) -> None:
+        if name[0] != "_":
+            value = clean_data(value)
         super().__setattr__(name, value)
         if name[0] != "_":
             self.__dict__["_rev"] = self.__dict__.get("_rev", 0) + 1
@@ -270,7 +288,7 @@ class ActionResponse(RoledMessage):
         from .jsonsafe import json_safe
 
         notes: list[dict[str, str]] = []
-        safe = json_safe(output, notes)
+        safe = clean_data(json_safe(output, notes))  # the texts objects became: clean too
         if safe is not output:
             self.__dict__["output"] = safe
         if notes:

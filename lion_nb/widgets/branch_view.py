@@ -177,9 +177,10 @@ class BranchView(StaticFallback, anywidget.AnyWidget):
     def _flush(self) -> None:
         start, messages = self._window()
         made = self._entries(start, messages)
+        from ..models.clean import clean_text
         from ..rendering import markdown_html
 
-        text = "".join(self._stream)
+        text = clean_text("".join(self._stream))  # not a message yet: made clean here
         with self.hold_sync():
             self.title = self._branch.name or str(self._branch.id)[:8]
             self.total = len(self._branch.messages)

@@ -265,10 +265,13 @@ class Chat(StaticFallback, widgets.VBox):
     def _show_note(self, op: str, result: Any) -> None:
         from html import escape
 
+        from ..models.clean import clean_text
         from ..rendering import markdown_html
 
         label = f"<div><em>{escape(op)} (not recorded on the branch)</em></div>"
-        self.note.value = f'<div class="lnb-view">{label}{markdown_html(str(result))}</div>'
+        self.note.value = (
+            f'<div class="lnb-view">{label}{markdown_html(clean_text(str(result)))}</div>'
+        )
         self.note.layout.display = ""
 
     # -- controls --------------------------------------------------------------------------------

@@ -152,7 +152,9 @@ class TurnWidget(anywidget.AnyWidget):
             self.stop()
 
     def _flush(self) -> None:
-        text = "".join(self._text)
+        from ..models.clean import clean_text
+
+        text = clean_text("".join(self._text))  # not a message yet: made clean here
         if text and self._markdown:
             from ..rendering import markdown_html
 

@@ -25,6 +25,13 @@ through `redact`, so a key echoed back by a server never surfaces) and the reque
 one too (status 200), never a bare ``TypeError`` from reading it (`HTTPEndpoint.read_answer`).
 Headers are never logged.
 
+A password in ``base_url`` (``http://user:pass@host/v1``, a server behind basic auth) is
+taken out of the URL: ``base_url`` -- what reprs, errors, ``to_dict()`` and the store show --
+reads ``http://user:****@host/v1``, requests go to ``request_url`` (no credentials in it),
+and the credentials travel as an ``Authorization: Basic`` `Secret`, unless a key or a header
+already uses ``Authorization``. A URL saved that way (its password ``****``) sends no
+password: give ``base_url`` with it again, or pass the model again (``resume_batch(model=)``).
+
 Keys travel in an `httpx.Auth` (`SecretAuth`) that reads each `Secret` only as the request
 is sent: no variable of ours ever holds a revealed key, so a verbose traceback that prints
 every frame's locals (IPython's ``%xmode verbose``) cannot show one. Headers whose names
@@ -34,6 +41,7 @@ same way.
 
 from __future__ import annotations
 
+import base64
 import logging
 import os
 import random
@@ -41,7 +49,7 @@ import re
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import anyio
 import httpx
@@ -56,7 +64,8 @@ from ...errors import (
     StreamInterruptedError,
 )
 from .._loops import current_loop_token
-from ..secrets import Secret, redact
+from ..clean import loads
+from ..secrets import MASK, Secret, redact
 from ._http_errors import (
     SHAPE_ERRORS,
     error_fields,
@@ -105,6 +114,26 @@ def is_loopback(url: str) -> bool:
     """Whether ``url`` points at this machine (no key needed, no proxy used)."""
     host = (urlsplit(url).hostname or "").lower()
     return host in _LOOPBACK or host.startswith("127.") or host.endswith(".localhost")
+
+
+def split_credentials(url: str) -> tuple[str, str, Secret | None]:
+    """``url`` as shown and saved (its password masked), as requests use it (no credentials),
+    and the credentials as a `Secret` of the ``Basic`` value (None without any)."""
+    parts = urlsplit(url)
+    userinfo, at, hostport = parts.netloc.rpartition("@")
+    if not at:
+        return url, url, None
+    bare = urlunsplit(parts._replace(netloc=hostport))
+    user, colon, password = userinfo.partition(":")
+    if colon and password != MASK:
+        shown = urlunsplit(parts._replace(netloc=f"{user}:{MASK}@{hostport}"))
+        Secret(unquote(password))  # known from now on: masked wherever it is echoed
+    else:  # no password, or one masked when the URL was saved: none to send
+        shown = urlunsplit(parts._replace(netloc=f"{userinfo}@{hostport}"))
+        if colon or not user:
+            return shown, bare, None
+    pair = f"{unquote(user)}:{unquote(password) if colon else ''}".encode()
+    return shown, bare, Secret(base64.b64encode(pair).decode("ascii"))
 
 
 def backoff(retries_done: int) -> float:
@@ -330,7 +359,7 @@ class HTTPClient:
             raise error_from_response(self.provider, response, key_hint=key_hint)
         rid = request_id_of(response.headers)
         try:
-            return Reply(response.json(), rid)
+            return Reply(loads(response.content), rid)
         except ValueError:
             raise self._not_json(response.text, response.status_code, rid) from None
 
@@ -415,7 +444,7 @@ class HTTPClient:
     async def _not_a_stream(self, response: httpx.Response, rid: str | None) -> ProviderError:
         await response.aread()
         try:
-            body = response.json()
+            body = loads(response.content)
         except ValueError:
             return self._not_json(response.text, response.status_code, rid)
         if error_fields(body)[0] is not None:
@@ -479,20 +508,25 @@ class HTTPEndpoint(APIEndpoint):
         api_key = kwargs.pop("api_key", None)
         key_env = kwargs.pop("api_key_env", _UNSET)
         base_url = kwargs.pop("base_url", None) or self.default_base_url
+        if isinstance(base_url, Secret):  # an in-process copy's (`live_config`)
+            base_url = base_url.reveal()
         self.preset: str | None = kwargs.pop("preset", None)
         headers = kwargs.pop("headers", None) or {}
         http = {k: kwargs.pop(k, None) for k in ("timeout", "connect_timeout", "max_retries")}
         super().__init__(model, **kwargs)
         if not isinstance(base_url, str) or urlsplit(base_url).scheme not in ("http", "https"):
+            shown = split_credentials(base_url)[0] if isinstance(base_url, str) else base_url
             raise ConfigurationError(
-                f"`base_url={base_url!r}`: give an http(s) URL, e.g. `{self.default_base_url}`."
+                f"`base_url={shown!r}`: give an http(s) URL, e.g. `{self.default_base_url}`."
             )
         if not isinstance(headers, dict) or not all(
             isinstance(k, str) and isinstance(v, (str, Secret)) for k, v in headers.items()
         ):
             raise ConfigurationError("`headers=`: give a dict of header names to string values.")
         self.api_key_env: str | None = self.default_key_env if key_env is _UNSET else key_env
-        self.base_url = base_url.rstrip("/")
+        #: ``base_url`` as shown and saved (a password in it masked); ``request_url`` as used
+        self.base_url, self.request_url, self._url_auth = split_credentials(base_url.rstrip("/"))
+        self._live_url = Secret(base_url) if self._url_auth is not None else None
         #: headers sent as given; those whose names look secret are kept as `Secret`s apart
         self.headers: dict[str, str] = {}
         self._secret_headers: dict[str, Secret] = {}
@@ -503,7 +537,7 @@ class HTTPEndpoint(APIEndpoint):
                 self.headers[name] = value
         self._api_key = Secret(api_key) if api_key else None
         self._env_key: Secret | None = None
-        self._http = HTTPClient(self.name, self.base_url, **http)
+        self._http = HTTPClient(self.name, self.request_url, **http)
 
     @property
     def name(self) -> str:
@@ -543,6 +577,8 @@ class HTTPEndpoint(APIEndpoint):
         if key is not None:
             secrets = {n: v for n, v in secrets.items() if n.lower() != self.key_header.lower()}
             secrets[self.key_header] = (self.key_prefix, key)
+        if self._url_auth is not None and "authorization" not in {n.lower() for n in secrets}:
+            secrets["Authorization"] = ("Basic ", self._url_auth)  # from ``base_url``
         return SecretAuth(secrets) if secrets else None
 
     @property
@@ -565,11 +601,14 @@ class HTTPEndpoint(APIEndpoint):
         return data
 
     def live_config(self) -> dict[str, Any]:
-        """For in-process copies only: the explicit key and secret headers (still `Secret`s)."""
+        """For in-process copies only: the explicit key, secret headers and a ``base_url``
+        with its password (still `Secret`s)."""
         headers = {**self.headers, **self._secret_headers}
         data: dict[str, Any] = {"headers": headers} if headers else {}
         if self._api_key is not None:
             data["api_key"] = self._api_key
+        if self._live_url is not None:
+            data["base_url"] = self._live_url
         return data
 
     async def aclose(self) -> None:

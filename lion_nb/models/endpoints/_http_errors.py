@@ -44,6 +44,7 @@ from ...errors import (
     ServerError,
     StreamInterruptedError,
 )
+from ..clean import loads
 from ..secrets import redact
 
 __all__ = [
@@ -216,7 +217,7 @@ def error_from_response(
     """The error for a non-2xx response, tagged with whether and when to retry it."""
     status = response.status_code
     try:
-        body: Any = response.json()
+        body: Any = loads(response.content)
     except ValueError:
         body = response.text.strip()[:_SNIPPET]
     exc = error_from_payload(

@@ -28,7 +28,6 @@ closing it (`aclose`, which `Session.aclose` calls) stops every run still going.
 from __future__ import annotations
 
 import copy
-import json
 import logging
 import os
 import shutil
@@ -44,6 +43,7 @@ import anyio
 from anyio.abc import ByteReceiveStream
 
 from ...errors import CLIError, ConfigurationError, ProviderTimeoutError
+from ..clean import loads
 from ..secrets import redact
 from ..stream import StreamChunk
 from ._process import LIVE_GROUPS, StderrTail, kill_group, stop_group
@@ -105,7 +105,7 @@ def _decode(line: bytes, name: str) -> dict[str, Any] | None:
     if not text:
         return None
     try:
-        event = json.loads(text)
+        event = loads(text)
     except ValueError:
         log.debug(
             "`%s` printed a line that is not JSON: %.200s",

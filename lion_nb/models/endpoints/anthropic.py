@@ -51,6 +51,7 @@ from typing import Any, ClassVar
 from httpx_sse import ServerSentEvent
 
 from ...errors import ProviderError
+from ..clean import loads
 from ._http import HTTPEndpoint, normalize_usage, token_count
 from ._http_errors import error_fields, error_from_payload, stream_error, tag
 from .base import ChatRequest, ModelResponse, ToolCall, emit_text_delta, wants_stream
@@ -390,7 +391,7 @@ class _MessageStream:
         if not event.data.strip():
             return False
         try:
-            data = json.loads(event.data)
+            data = loads(event.data)
         except ValueError:
             raise self._interrupted(
                 f"the stream sent an event that is not JSON: {event.data[:200]!r}"

@@ -45,6 +45,7 @@ from ...errors import (
     ProviderError,
     ProviderTimeoutError,
 )
+from ..clean import loads
 from ..secrets import redact
 from ._http import HTTPEndpoint, backoff
 from ._http_errors import error_from_payload, error_from_response, exhausted, request_id_of, tag
@@ -155,7 +156,7 @@ class BatchService:
     async def _json(self, method: str, url: str, **kwargs: Any) -> dict[str, Any]:
         response = await self._send(method, url, **kwargs)
         try:
-            data = response.json()
+            data = loads(response.content)
         except ValueError:
             data = None
         if not isinstance(data, dict):
@@ -169,7 +170,7 @@ class BatchService:
         return data
 
     def _url(self, path: str) -> str:
-        return self.endpoint.base_url + path
+        return self.endpoint.request_url + path
 
     def body(self, request: ChatRequest) -> dict[str, Any]:
         """The body a live, non-streamed call would send for ``request``."""
@@ -214,7 +215,7 @@ class BatchService:
             if not line.strip():
                 continue
             try:
-                value = json.loads(line)
+                value = loads(line)
             except ValueError:
                 continue  # a torn line: its request is reported as missing
             if isinstance(value, dict):
@@ -346,7 +347,7 @@ class AnthropicBatches(BatchService):
     async def result_lines(self, status: BatchStatus) -> list[dict[str, Any]]:
         url = self._url(f"/v1/messages/batches/{status.id}/results")
         given = status.raw.get("results_url")
-        if isinstance(given, str) and _same_origin(given, self.endpoint.base_url):
+        if isinstance(given, str) and _same_origin(given, self.endpoint.request_url):
             url = given
         response = await self._send("GET", url)
         return self._lines(response.text)

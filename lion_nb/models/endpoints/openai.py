@@ -44,6 +44,7 @@ from typing import Any, ClassVar
 from httpx_sse import ServerSentEvent
 
 from ...errors import ConfigurationError, ProviderError
+from ..clean import loads
 from . import PRESET_SETTINGS
 from ._http import HTTPEndpoint, normalize_usage
 from ._http_errors import error_fields, error_from_payload, stream_error
@@ -314,7 +315,7 @@ def decode_arguments(args: Any) -> dict[str, Any]:
     if args is None or (isinstance(args, str) and not args.strip()):
         return {}
     try:
-        value = json.loads(args)
+        value = loads(args)
     except (TypeError, ValueError):
         return {"_raw_arguments": args}
     return value if isinstance(value, dict) else {"_raw_arguments": args}
@@ -365,7 +366,7 @@ class _ChatStream:
         if not data:
             return False
         try:
-            chunk = json.loads(data)
+            chunk = loads(data)
         except ValueError:
             raise self._interrupted(
                 f"the stream sent an event that is not JSON: {data[:200]!r}"
