@@ -176,6 +176,35 @@ def _short(text: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def file_problem(exc: OSError, path: Any, *, writing: bool) -> str:
+    """What went wrong with the file ``path``, and the fix, in one line (for a `UsageError`)."""
+    import errno
+    from pathlib import Path
+
+    path = Path(path)
+    if exc.errno == errno.ENAMETOOLONG:
+        return (
+            f"the file name `{_short(path.name, 40)}` is too long ({len(path.name)} characters; "
+            "file systems allow about 255); pick a shorter name."
+        )
+    try:
+        is_dir, parent_missing = path.is_dir(), not path.parent.exists()
+    except OSError:
+        is_dir = parent_missing = False
+    if isinstance(exc, IsADirectoryError) or is_dir:
+        return f"`{path}` is a folder; give a file in it, e.g. `{path / 'session.json'}`."
+    if writing and parent_missing:
+        return (
+            f"the folder `{path.parent}` does not exist; create it first "
+            f"(`mkdir -p {path.parent}`) or pick another path."
+        )
+    if not writing and isinstance(exc, FileNotFoundError):
+        return f"no file `{path}`."
+    reason = exc.strerror or type(exc).__name__
+    verb = "write" if writing else "read"
+    return f"cannot {verb} `{path}` ({reason}); pick a file in a folder you can {verb}."
+
+
 def _model_label(model: Any) -> str:
     return f"{model.provider}/{model.model}" if model is not None else ""
 

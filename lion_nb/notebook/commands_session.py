@@ -21,7 +21,7 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
-from .commands import _branch, _model_label, _short, arg, command
+from .commands import _branch, _model_label, _short, arg, command, file_problem
 from .render import Table
 
 __all__ = ["explain"]
@@ -238,9 +238,22 @@ def _save(magics: Any, args: Any) -> None:
         "session": _scrub_data(state.session.to_dict(mode="json")),
     }
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        if _removable(tmp):
+            tmp.unlink()
+        where = f" {args.path}" if args.path else ""
+        raise UsageError(f"`%lion save{where}`: {file_problem(exc, path, writing=True)}") from None
     print(f"Saved {len(state.session.branches)} branch(es) to `{path}`.")
+
+
+def _removable(tmp: Path) -> bool:
+    try:
+        return tmp.is_file()
+    except OSError:
+        return False
 
 
 def _scrub_data(value: Any) -> Any:
@@ -287,6 +300,8 @@ def _load(magics: Any, args: Any) -> None:
         ) from None
     except ValueError as exc:
         raise UsageError(f"`%lion load`: `{path}` is not JSON ({exc}).") from None
+    except OSError as exc:
+        raise UsageError(f"`%lion load`: {file_problem(exc, path, writing=False)}") from None
     if not isinstance(data, dict) or data.get("format") != FILE_FORMAT:
         raise UsageError(f"`%lion load`: `{path}` was not written by `%lion save`.")
     try:
