@@ -320,17 +320,44 @@ def _clone(magics: Any, args: Any) -> None:
     )
 
 
-@command("remove", "Remove a branch from the session (alias: rm).", arg("name"))
+@command(
+    "remove",
+    "Remove a branch from the session (alias: rm); the active one only with --force.",
+    arg("name"),
+    arg("--force", action="store_true", help="remove it even if it is the active branch"),
+)
 def _remove(magics: Any, args: Any) -> None:
+    """Removing the active branch discards the conversation the next cell would continue,
+    so it needs ``--force``; the session then always keeps an active branch: the session's
+    next default one, or a new empty one named like the default (``main``)."""
     state = magics.state
     branch = _branch(magics, args.name)
     if state.busy(branch) is not None:
         raise UsageError(
             f"`%lion remove {args.name}`: a background run is using it; cancel it first."
         )
+    active = state.branch() is branch
+    count = sum(1 for m in branch.messages if m.kind != "system")
+    if active and not args.force:
+        raise UsageError(
+            f"`%lion remove {args.name}`: it is the active branch ({count} message(s)); "
+            f"`%lion switch OTHER` first, or `%lion remove {args.name} --force` to discard it."
+        )
     state.session.remove_branch(branch)
+    if active:
+        now = state.session.default_branch
+        if now is None:
+            from .turn import default_model
+
+            now = state.session.new_branch(
+                name=state.default_branch_name, chat_model=default_model(magics)
+            )
+        state.set_active(now)
     now = state.branch()
-    print(f"Removed `{args.name}`." + (f" Active branch: `{now.name}`." if now is not None else ""))
+    print(
+        f"Removed `{args.name}` ({count} message(s))."
+        + (f" Active branch: `{now.name}`." if now is not None else "")
+    )
 
 
 # -- history and signals -----------------------------------------------------------------------
