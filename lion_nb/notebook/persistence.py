@@ -220,6 +220,15 @@ class NotebookPersistence:
             if "no saved session" not in str(exc):
                 warnings.warn(StoreWarning(str(exc)), stacklevel=2)
             return None
+        except Exception as exc:  # whatever the store holds, loading the extension works
+            warnings.warn(
+                StoreWarning(
+                    f"`%lion load`: restoring from `{self.store.path}` failed "
+                    f"({type(exc).__name__}: {exc}); the notebook starts a new session."
+                ),
+                stacklevel=2,
+            )
+            return None
         print(
             f"Restored session `{str(session.id)[:8]}` from `{self.store.path}`: "
             f"{len(session.branches)} branch(es), active `{state.active}`."
