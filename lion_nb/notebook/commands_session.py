@@ -272,7 +272,8 @@ def _scrub_data(value: Any) -> Any:
 @command(
     "load",
     "Restore this notebook's latest saved session from the store; with a FILE, import one "
-    "saved by `%lion save`.",
+    "saved by `%lion save` (as a new session when the store holds newer messages of it, "
+    "which are kept).",
     arg("path", nargs="?", help="a JSON file written by `%%lion save`"),
     arg("--session", metavar="ID", help="restore this saved session (`%%lion sessions` lists)"),
 )
@@ -304,8 +305,14 @@ def _load(magics: Any, args: Any) -> None:
         raise UsageError(f"`%lion load`: {file_problem(exc, path, writing=False)}") from None
     if not isinstance(data, dict) or data.get("format") != FILE_FORMAT:
         raise UsageError(f"`%lion load`: `{path}` was not written by `%lion save`.")
+    from .commands_store import _persistence
+
+    saved = data["session"]
+    newer = _persistence(magics).unsaved_in_file(saved)
+    if newer:  # never replace committed messages: import a copy beside them
+        saved = _as_new_session(saved)
     try:
-        session = Session.from_dict(data["session"])
+        session = Session.from_dict(saved)
     except Exception as exc:
         raise UsageError(f"`%lion load`: `{path}` could not be restored: {exc}") from None
     state = magics.state
@@ -313,10 +320,36 @@ def _load(magics: Any, args: Any) -> None:
     active = state.branch(data.get("active"))
     if active is not None:
         state.set_active(active)
+    copy = ""
+    if newer:
+        old = data["session"]["id"][:8]
+        copy = (
+            f" as a new session `{str(session.id)[:8]}`: the store holds {newer} message(s) of "
+            f"session `{old}` saved after this file, and keeps them (`%lion load --session "
+            f"{old}` restores that one)"
+        )
     print(
-        f"Loaded {len(session.branches)} branch(es) from `{path}`; active: `{state.active}`. "
-        "Register tools and operations again."
+        f"Loaded {len(session.branches)} branch(es) from `{path}`{copy}; active: "
+        f"`{state.active}`. Register tools and operations again."
     )
+
+
+def _as_new_session(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` (a ``Session.to_dict``) with new ids for the session and its branches, so
+    saving it leaves the stored session it came from alone."""
+    import uuid
+
+    data = dict(data, id=str(uuid.uuid4()))
+    ids = {}
+    branches = []
+    for branch in data.get("branches") or ():
+        if isinstance(branch, dict) and isinstance(branch.get("id"), str):
+            ids[branch["id"]] = new = str(uuid.uuid4())
+            branch = dict(branch, id=new)
+        branches.append(branch)
+    data["branches"] = branches
+    data["default_branch_id"] = ids.get(data.get("default_branch_id"))
+    return data
 
 
 @command(

@@ -1,6 +1,9 @@
-"""A damaged row in the session store spoils only its own session: loading the extension with
-``restore_on_load`` warns, ``%lion load --session`` is a one-line `UsageError` naming the
-session, ``%lion sessions`` still lists, and the other sessions still load."""
+"""What the session store holds is never lost by accident, nor lost for the rest by one bad row.
+
+A damaged row spoils only its own session: loading the extension with ``restore_on_load``
+warns, ``%lion load --session`` is a one-line `UsageError` naming the session, ``%lion
+sessions`` still lists, and the other sessions still load. Importing an older ``%lion save``
+file never replaces messages the store committed after it: it becomes a new session."""
 
 from __future__ import annotations
 
@@ -101,3 +104,48 @@ def test_load_of_a_damaged_session_is_a_usage_error_and_the_rest_works(ip, two_s
     assert current_session().default_branch.messages[0].rendered == "the good one"
     assert run(ip, f"%lion sessions --delete {damaged[:8]}").error is None
     assert [r["id"] for r in run(ip, "%lion sessions").value.rows] == [good[:8]]
+
+
+# -- importing an older save never drops what the store committed since ---------------------------
+def _restart(ip) -> None:
+    ip.run_line_magic("unload_ext", "lion_nb")
+    reset_notebook_state()
+    ip.run_line_magic("reset", "-f")
+    ip.run_line_magic("load_ext", "lion_nb")
+
+
+def test_loading_an_older_save_imports_a_new_session_and_keeps_the_newer(ip, tmp_path):
+    backup = tmp_path / "backup.json"
+    run(ip, "%%lion -q\nbefore the save")
+    run(ip, f"%lion save {backup}")
+    original = str(current_session().id)
+    for i in range(5):
+        run(ip, f"%%lion -q\nafter the save {i}")
+    flush()
+    _restart(ip)
+    ran = run(ip, f"%lion load {backup}")
+    assert ran.error is None, ran
+    assert "as a new session" in ran.stdout and "10 message(s)" in ran.stdout
+    assert f"--session {original[:8]}" in ran.stdout
+    imported = current_session()
+    assert str(imported.id) != original and len(imported.default_branch.messages) == 2
+    run(ip, "%%lion -q\non the import")
+    flush()
+    store = installed().store
+    kept = store.load(original).default_branch
+    assert len(kept.messages) == 12  # the ten committed after the save are all there
+    assert kept.messages[-2].rendered == "after the save 4"
+    assert len(store.load(str(imported.id)).default_branch.messages) == 4
+    assert len(store.sessions()) == 2
+
+
+def test_loading_a_save_with_nothing_newer_keeps_its_id(ip, tmp_path):
+    backup = tmp_path / "backup.json"
+    run(ip, "%%lion -q\nall saved")
+    run(ip, f"%lion save {backup}")
+    original = str(current_session().id)
+    flush()
+    _restart(ip)
+    ran = run(ip, f"%lion load {backup}")
+    assert ran.error is None and "new session" not in ran.stdout
+    assert str(current_session().id) == original
