@@ -14,6 +14,7 @@ Unloading the extension leaves this state alone: the conversations are the user'
 
 from __future__ import annotations
 
+import weakref
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -92,7 +93,7 @@ class NotebookState:
 
     def attach(self, session: Any) -> None:
         """Make ``session`` the notebook's Session (used on first use, load and reset)."""
-        from ..protocols.signals import Signal
+        from ..protocols.signals import Signal, keep_history
 
         if self._subscription is not None:
             self._subscription()
@@ -105,12 +106,21 @@ class NotebookState:
             branch.name = self.default_branch_name
         self.set_active(branch)
         self._subscription = session.observe(Signal, self.signals.append)
+        ref = weakref.ref(session)  # the history must not keep the Session alive
+        keep_history(session, lambda: self._signals_of(ref()))  # a SignalLog starts with them
         from .autoload import autoload
 
         autoload(session)  # installed entry-point extensions; each broken one is a warning
         from .persistence import session_attached
 
         session_attached(self, session)  # autosave follows the new Session (when loaded)
+
+    def _signals_of(self, session: Any) -> list[Any]:
+        """The logged signals of ``session``'s branches (the log outlives a Session)."""
+        if session is None:
+            return []
+        ids = {str(b.id) for b in session.branches}
+        return [s for s in self.signals if s.branch_id is None or s.branch_id in ids]
 
     def resize_signal_log(self, size: int) -> None:
         self.signals = deque(self.signals, maxlen=max(1, size))

@@ -76,3 +76,20 @@ def test_a_re_run_note_is_shown_once_and_its_names_as_code(ip):
     assert widget.note == ""  # finished: the answer carries the note
     assert "<code>main~1</code>" in answer["text/html"] and "`" not in answer["text/html"]
     assert answer["text/plain"].count("re-run") == 1
+
+
+def test_a_signal_log_built_after_some_turns_starts_with_them(ip):
+    from lion_nb import current_session
+    from lion_nb.widgets import SignalLog
+
+    run(ip, "%%lion -q\none")
+    run(ip, "%%lion -q\ntwo")
+    log = SignalLog(current_session())
+    kinds = [row["kind"] for row in log.rows]
+    assert kinds.count("RunStart") == 2 and kinds.count("MessageAdded") == 4
+    run(ip, "%%lion -q\nthree")
+    log._throttle.flush()
+    assert [row["kind"] for row in log.rows].count("RunStart") == 3  # and goes on live
+    assert SignalLog(current_session(), signals=[]).rows == []  # given ones replace them
+    run(ip, "%lion reset --all")
+    assert SignalLog(current_session()).rows == []  # a new Session: none of the old one's
