@@ -292,7 +292,8 @@ def _new(magics: Any, args: Any) -> Any:
         )
     from ..models.secrets import scrub
 
-    model = model_for(magics, args.model, None) if args.model else default_model(magics)
+    given = args.model is not None
+    model = model_for(magics, args.model, None) if given else default_model(magics)
     system = scrub(args.system) if args.system else args.system  # cell source, like a prompt
     branch = state.session.new_branch(name=args.name, system=system, chat_model=model)
     state.set_active(branch)

@@ -259,6 +259,8 @@ class TurnOptions:
             validate_name(self.out, "--out")
         if self.branch is not None and not self.branch.strip():
             raise UsageError("`--branch` needs a name, e.g. `-b ideas`.")
+        if self.model is not None and not self.model.strip():
+            raise UsageError(EMPTY_MODEL)
         if self.fmt == "code" and self.bg:
             raise UsageError(
                 "`--format code` cannot be combined with `--bg`: the new cell can only be "
@@ -421,12 +423,20 @@ def resolve_tools(names: list[str], namespace: Mapping[str, Any]) -> list[Callab
     return tools
 
 
+EMPTY_MODEL = (
+    "`-m ''`: the model is empty. Give an alias, an `iModel` variable or a provider/model "
+    "(e.g. `-m offline/auto`), or leave `-m` out for the branch's own model."
+)
+
+
 def resolve_model(spec: str, namespace: Mapping[str, Any], aliases: Mapping[str, str]) -> Any:
     """An iModel from an alias, an ``iModel`` variable or a ``provider/model`` string."""
     from ..errors import ConfigurationError
     from ..models.imodel import iModel
 
     spec = spec.strip()
+    if not spec:
+        raise UsageError(EMPTY_MODEL)
     obj = namespace.get(spec) if spec.isidentifier() else None
     if isinstance(obj, iModel):
         return obj
