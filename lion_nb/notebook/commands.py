@@ -379,12 +379,26 @@ def _history(magics: Any, args: Any) -> Table:
         rows.append(
             {
                 "#": i,
-                "cell": tag.get("execution_count", ""),
+                "cell": _cell_label(tag),
                 "kind": m.kind,
                 "text": _short(m.rendered, 100),
             }
         )
     return Table(["#", "cell", "kind", "text"], rows, title=f"history of `{branch.name}`")
+
+
+def _cell_label(tag: Any) -> Any:
+    """A message's cell: its execution count, marked when an earlier kernel ran it (counts
+    start again at 1 after a restart)."""
+    from .cells import KERNEL_RUN
+
+    if not isinstance(tag, dict):
+        return ""
+    count = tag.get("execution_count", "")
+    kernel = tag.get("kernel")
+    if count not in ("", None) and kernel is not None and kernel != KERNEL_RUN:
+        return f"{count} (before restart)"
+    return count if count is not None else ""
 
 
 @command(
