@@ -65,4 +65,7 @@ def _cassette(magics: Any, args: Any) -> None:
     use_cassette(tape)
     print(status.replace("):", ") for every model of this notebook:", 1))
     if missing:
-        print(f"`{tape.path}` does not exist yet: in mode `none` every model call will fail.")
+        print(
+            f"`{tape.path}` does not exist yet: in mode `none` every call to a provider (HTTP "
+            "service or CLI agent) will fail; offline models still answer."
+        )
