@@ -6,11 +6,14 @@ branches (membership and the default), its offered memory store, and on each mem
 the context providers, the tools and the memory store. `SeamSnapshot` copies the *contents*
 of each (the registries themselves are shared objects that branches hold by identity, so
 they are refilled, never replaced) and can put them back or compare them with the present.
+So that a rolled-back session is truly the one before, it also keeps the session's and each
+member branch's name, user and metadata (a deep copy) and which messages each branch holds,
+in order (a message edited in place stays edited).
 
 This module reads and writes private slots of `Session`, `Branch`, `OperationManager`,
 `SignalBus`, `ContextProviderRegistry` and `ActionManager`, in one place, so that the loader
 in `lion_nb.extensions` does not. Anything else an extension changes (files, globals, a
-message it recorded) is outside the seams and is not rolled back.
+message's fields) is outside the snapshot and is not rolled back.
 """
 
 from __future__ import annotations
@@ -53,11 +56,43 @@ class SeamChanges:
         return " · ".join(parts)
 
 
+def _identity(obj: Any) -> tuple[Any, Any, dict[str, Any]]:
+    import copy
+
+    try:
+        metadata = copy.deepcopy(obj.metadata)
+    except Exception:  # a value that cannot be copied: keep the references at least
+        metadata = dict(obj.metadata)
+    return obj.name, obj.user, metadata
+
+
+def _restore_identity(obj: Any, identity: tuple[Any, Any, dict[str, Any]]) -> None:
+    name, user, metadata = identity
+    if obj.name != name:
+        obj.name = name
+    if obj.user != user:
+        obj.user = user
+    if obj.metadata != metadata:
+        obj.metadata.clear()
+        obj.metadata.update(metadata)
+
+
 class _BranchState:
-    __slots__ = ("branch", "budget", "entries", "memory", "providers", "tools")
+    __slots__ = (
+        "branch",
+        "budget",
+        "entries",
+        "identity",
+        "memory",
+        "messages",
+        "providers",
+        "tools",
+    )
 
     def __init__(self, branch: Any):
         self.branch = branch
+        self.identity = _identity(branch)
+        self.messages = list(branch.messages)
         self.providers = branch._providers
         self.entries = list(branch._providers._entries) if branch._providers is not None else []
         self.budget = branch._providers.budget if branch._providers is not None else None
@@ -74,6 +109,15 @@ class _BranchState:
         registry.clear()
         registry.update(self.tools)
         branch._memory = self.memory
+        _restore_identity(branch, self.identity)
+        pile = branch.messages
+        if [m.id for m in pile] != [m.id for m in self.messages]:
+            pile.clear()
+            for message in self.messages:
+                pile.append(message)
+            manager = branch.msgs
+            manager._invalidate()
+            manager._order_changed()
 
     def added_providers(self) -> list[str]:
         current = self.branch._providers
@@ -96,6 +140,7 @@ class SeamSnapshot:
         self.members = list(session._branches)
         self.default_id = session._default_id
         self.memory = session._memory
+        self.identity = _identity(session)
         self.branches = [_BranchState(b) for b in self.members]
 
     def changes(self) -> SeamChanges:
@@ -133,5 +178,6 @@ class SeamSnapshot:
             session.include_branches(gone)
         session._default_id = self.default_id
         session._memory = self.memory
+        _restore_identity(session, self.identity)
         for state in self.branches:
             state.restore()

@@ -288,6 +288,36 @@ def test_an_extension_failing_half_way_is_rolled_back_entirely(tmp_path, modules
     assert anyio.run(main.communicate, "hello?") == "still works"  # and the session works
 
 
+MESSY = """
+def extend(session):
+    main = session.default_branch
+    main.msgs.add_message(instruction="planted by the extension")
+    main.name = "renamed-by-extension"
+    main.metadata["tag"] = "extension"
+    main.metadata["kept"]["nested"] = "changed"
+    session.metadata["ext"] = True
+    session.name = "theirs"
+    raise RuntimeError("after the changes")
+"""
+
+
+def test_a_failed_extension_takes_back_messages_names_and_metadata(tmp_path, modules):
+    session = Session(name="mine")
+    main = session.default_branch
+    main.name = "main"
+    main.metadata["kept"] = {"nested": "original"}
+    main.msgs.add_message(instruction="mine")
+    before = session.to_dict(mode="json")
+    with pytest.raises(ExtensionError) as info:
+        load_extension(session, write(tmp_path / "messy.py", MESSY))
+    assert "the session is unchanged" in str(info.value)
+    assert session.to_dict(mode="json") == before
+    assert [m.rendered for m in main.messages] == ["mine"]
+    assert main.name == "main" and main.metadata == {"kept": {"nested": "original"}}
+    assert session.name == "mine" and "ext" not in session.metadata
+    assert main.msgs.chat_messages()[-1]["content"] == "mine"  # the request cache follows
+
+
 def test_an_extension_that_replaced_an_operation_gets_the_old_one_back(tmp_path, modules):
     session = Session()
 

@@ -104,8 +104,8 @@ def _source(magics: Any, opts: TurnOptions) -> tuple[Any, Any]:
     from .turn import default_model, model_for
 
     state = magics.state
-    name = opts.branch or state.active
-    branch = state.branch(name)
+    name = opts.branch
+    branch = state.branch(name)  # None: the active one
     if branch is None:
         if opts.branch is None:
             raise UsageError("The session has no branch left: create one with `%lion new NAME`.")

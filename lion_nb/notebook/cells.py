@@ -1,7 +1,9 @@
 """Cell-linked turns: which cell produced a turn, and what re-running that cell does.
 
 Every message a turn records carries ``metadata["lion"] = {"cell_id", "execution_count",
-"turn"}``. The cell id is the one the frontend sends with the execute request
+"turn", "kernel"}``; ``kernel`` names the kernel process that ran it (`KERNEL_RUN`), because
+execution counts start again at 1 after a restart: ``%lion history`` marks the counts of an
+earlier kernel instead of showing two different turns as the same cell. The cell id is the one the frontend sends with the execute request
 (``metadata.cellId``: JupyterLab, Notebook 7, VS Code); IPython hands it to ``run_cell`` and
 the ``pre_run_cell`` hook, and the kernel's parent header is the fallback. Because the tag
 lives on the messages, it survives cloning, saving and loading.
@@ -27,6 +29,7 @@ re-run detection: every run appends.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -42,6 +45,7 @@ __all__ = [
 ]
 
 TAG = "lion"
+KERNEL_RUN = uuid.uuid4().hex[:12]  # this process: execution counts are only unique within it
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +99,7 @@ def tag_messages(messages: Iterable[Any], cell: CellRef, turn_id: str) -> int:
             "cell_id": cell.cell_id,
             "execution_count": cell.execution_count,
             "turn": turn_id,
+            "kernel": KERNEL_RUN,
         }
         marked += 1
     return marked

@@ -176,6 +176,35 @@ def _short(text: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def file_problem(exc: OSError, path: Any, *, writing: bool) -> str:
+    """What went wrong with the file ``path``, and the fix, in one line (for a `UsageError`)."""
+    import errno
+    from pathlib import Path
+
+    path = Path(path)
+    if exc.errno == errno.ENAMETOOLONG:
+        return (
+            f"the file name `{_short(path.name, 40)}` is too long ({len(path.name)} characters; "
+            "file systems allow about 255); pick a shorter name."
+        )
+    try:
+        is_dir, parent_missing = path.is_dir(), not path.parent.exists()
+    except OSError:
+        is_dir = parent_missing = False
+    if isinstance(exc, IsADirectoryError) or is_dir:
+        return f"`{path}` is a folder; give a file in it, e.g. `{path / 'session.json'}`."
+    if writing and parent_missing:
+        return (
+            f"the folder `{path.parent}` does not exist; create it first "
+            f"(`mkdir -p {path.parent}`) or pick another path."
+        )
+    if not writing and isinstance(exc, FileNotFoundError):
+        return f"no file `{path}`."
+    reason = exc.strerror or type(exc).__name__
+    verb = "write" if writing else "read"
+    return f"cannot {verb} `{path}` ({reason}); pick a file in a folder you can {verb}."
+
+
 def _model_label(model: Any) -> str:
     return f"{model.provider}/{model.model}" if model is not None else ""
 
@@ -263,7 +292,8 @@ def _new(magics: Any, args: Any) -> Any:
         )
     from ..models.secrets import scrub
 
-    model = model_for(magics, args.model, None) if args.model else default_model(magics)
+    given = args.model is not None
+    model = model_for(magics, args.model, None) if given else default_model(magics)
     system = scrub(args.system) if args.system else args.system  # cell source, like a prompt
     branch = state.session.new_branch(name=args.name, system=system, chat_model=model)
     state.set_active(branch)
@@ -291,17 +321,44 @@ def _clone(magics: Any, args: Any) -> None:
     )
 
 
-@command("remove", "Remove a branch from the session (alias: rm).", arg("name"))
+@command(
+    "remove",
+    "Remove a branch from the session (alias: rm); the active one only with --force.",
+    arg("name"),
+    arg("--force", action="store_true", help="remove it even if it is the active branch"),
+)
 def _remove(magics: Any, args: Any) -> None:
+    """Removing the active branch discards the conversation the next cell would continue,
+    so it needs ``--force``; the session then always keeps an active branch: the session's
+    next default one, or a new empty one named like the default (``main``)."""
     state = magics.state
     branch = _branch(magics, args.name)
     if state.busy(branch) is not None:
         raise UsageError(
             f"`%lion remove {args.name}`: a background run is using it; cancel it first."
         )
+    active = state.branch() is branch
+    count = sum(1 for m in branch.messages if m.kind != "system")
+    if active and not args.force:
+        raise UsageError(
+            f"`%lion remove {args.name}`: it is the active branch ({count} message(s)); "
+            f"`%lion switch OTHER` first, or `%lion remove {args.name} --force` to discard it."
+        )
     state.session.remove_branch(branch)
+    if active:
+        now = state.session.default_branch
+        if now is None:
+            from .turn import default_model
+
+            now = state.session.new_branch(
+                name=state.default_branch_name, chat_model=default_model(magics)
+            )
+        state.set_active(now)
     now = state.branch()
-    print(f"Removed `{args.name}`." + (f" Active branch: `{now.name}`." if now is not None else ""))
+    print(
+        f"Removed `{args.name}` ({count} message(s))."
+        + (f" Active branch: `{now.name}`." if now is not None else "")
+    )
 
 
 # -- history and signals -----------------------------------------------------------------------
@@ -322,12 +379,26 @@ def _history(magics: Any, args: Any) -> Table:
         rows.append(
             {
                 "#": i,
-                "cell": tag.get("execution_count", ""),
+                "cell": _cell_label(tag),
                 "kind": m.kind,
                 "text": _short(m.rendered, 100),
             }
         )
     return Table(["#", "cell", "kind", "text"], rows, title=f"history of `{branch.name}`")
+
+
+def _cell_label(tag: Any) -> Any:
+    """A message's cell: its execution count, marked when an earlier kernel ran it (counts
+    start again at 1 after a restart)."""
+    from .cells import KERNEL_RUN
+
+    if not isinstance(tag, dict):
+        return ""
+    count = tag.get("execution_count", "")
+    kernel = tag.get("kernel")
+    if count not in ("", None) and kernel is not None and kernel != KERNEL_RUN:
+        return f"{count} (before restart)"
+    return count if count is not None else ""
 
 
 @command(

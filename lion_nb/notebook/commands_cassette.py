@@ -15,7 +15,7 @@ from typing import Any
 from IPython.core.error import UsageError
 
 from ..models.cassettes._modes import MODE_HELP, MODES
-from .commands import arg, command
+from .commands import _short, arg, command, file_problem
 
 __all__: list[str] = []
 
@@ -59,7 +59,13 @@ def _cassette(magics: Any, args: Any) -> None:
         missing = tape.effective_mode == "none" and not tape.existed
     except CassetteError as exc:
         raise UsageError(f"`%lion cassette {args.path}`: {exc}") from None
+    except OSError as exc:
+        problem = file_problem(exc, args.path, writing=(args.mode or "once") != "none")
+        raise UsageError(f"`%lion cassette {_short(args.path, 60)}`: {problem}") from None
     use_cassette(tape)
     print(status.replace("):", ") for every model of this notebook:", 1))
     if missing:
-        print(f"`{tape.path}` does not exist yet: in mode `none` every model call will fail.")
+        print(
+            f"`{tape.path}` does not exist yet: in mode `none` every call to a provider (HTTP "
+            "service or CLI agent) will fail; offline models still answer."
+        )

@@ -21,7 +21,7 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
-from .commands import _branch, _model_label, _short, arg, command
+from .commands import _branch, _model_label, _short, arg, command, file_problem
 from .render import Table
 
 __all__ = ["explain"]
@@ -238,9 +238,22 @@ def _save(magics: Any, args: Any) -> None:
         "session": _scrub_data(state.session.to_dict(mode="json")),
     }
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        if _removable(tmp):
+            tmp.unlink()
+        where = f" {args.path}" if args.path else ""
+        raise UsageError(f"`%lion save{where}`: {file_problem(exc, path, writing=True)}") from None
     print(f"Saved {len(state.session.branches)} branch(es) to `{path}`.")
+
+
+def _removable(tmp: Path) -> bool:
+    try:
+        return tmp.is_file()
+    except OSError:
+        return False
 
 
 def _scrub_data(value: Any) -> Any:
@@ -259,7 +272,8 @@ def _scrub_data(value: Any) -> Any:
 @command(
     "load",
     "Restore this notebook's latest saved session from the store; with a FILE, import one "
-    "saved by `%lion save`.",
+    "saved by `%lion save` (as a new session when the store holds newer messages of it, "
+    "which are kept).",
     arg("path", nargs="?", help="a JSON file written by `%%lion save`"),
     arg("--session", metavar="ID", help="restore this saved session (`%%lion sessions` lists)"),
 )
@@ -287,10 +301,18 @@ def _load(magics: Any, args: Any) -> None:
         ) from None
     except ValueError as exc:
         raise UsageError(f"`%lion load`: `{path}` is not JSON ({exc}).") from None
+    except OSError as exc:
+        raise UsageError(f"`%lion load`: {file_problem(exc, path, writing=False)}") from None
     if not isinstance(data, dict) or data.get("format") != FILE_FORMAT:
         raise UsageError(f"`%lion load`: `{path}` was not written by `%lion save`.")
+    from .commands_store import _persistence
+
+    saved = data["session"]
+    newer = _persistence(magics).unsaved_in_file(saved)
+    if newer:  # never replace committed messages: import a copy beside them
+        saved = _as_new_session(saved)
     try:
-        session = Session.from_dict(data["session"])
+        session = Session.from_dict(saved)
     except Exception as exc:
         raise UsageError(f"`%lion load`: `{path}` could not be restored: {exc}") from None
     state = magics.state
@@ -298,10 +320,36 @@ def _load(magics: Any, args: Any) -> None:
     active = state.branch(data.get("active"))
     if active is not None:
         state.set_active(active)
+    copy = ""
+    if newer:
+        old = data["session"]["id"][:8]
+        copy = (
+            f" as a new session `{str(session.id)[:8]}`: the store holds {newer} message(s) of "
+            f"session `{old}` saved after this file, and keeps them (`%lion load --session "
+            f"{old}` restores that one)"
+        )
     print(
-        f"Loaded {len(session.branches)} branch(es) from `{path}`; active: `{state.active}`. "
-        "Register tools and operations again."
+        f"Loaded {len(session.branches)} branch(es) from `{path}`{copy}; active: "
+        f"`{state.active}`. Register tools and operations again."
     )
+
+
+def _as_new_session(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` (a ``Session.to_dict``) with new ids for the session and its branches, so
+    saving it leaves the stored session it came from alone."""
+    import uuid
+
+    data = dict(data, id=str(uuid.uuid4()))
+    ids = {}
+    branches = []
+    for branch in data.get("branches") or ():
+        if isinstance(branch, dict) and isinstance(branch.get("id"), str):
+            ids[branch["id"]] = new = str(uuid.uuid4())
+            branch = dict(branch, id=new)
+        branches.append(branch)
+    data["branches"] = branches
+    data["default_branch_id"] = ids.get(data.get("default_branch_id"))
+    return data
 
 
 @command(

@@ -23,7 +23,7 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
-from .commands import _branch, arg, command
+from .commands import _branch, arg, command, file_problem
 from .render import Table
 
 __all__ = ["restore", "shown_path"]
@@ -159,6 +159,9 @@ def _export(magics: Any, args: Any) -> Any:
             path = export.export_branch(branch, args.out, fmt)
         except ValueError as exc:
             raise UsageError(f"`%lion export -o {args.out}`: {exc}") from None
+        except OSError as exc:
+            problem = file_problem(exc, Path(os.path.expanduser(args.out)), writing=True)
+            raise UsageError(f"`%lion export -o {args.out}`: {problem}") from None
         print(f"Wrote `{branch.name}` ({len(branch.messages)} messages) to `{shown_path(path)}`.")
         return None
     return export.to_markdown(branch) if fmt == "markdown" else export.to_json(branch)

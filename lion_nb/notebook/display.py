@@ -175,7 +175,6 @@ class HandleView(TurnView):
 
 def show_answer(result: Any, info: TurnInfo) -> None:
     """Display a finished turn's answer once, as its own output (with the re-run note)."""
-    from html import escape
 
     from .render import mime_bundle
 
@@ -183,13 +182,26 @@ def show_answer(result: Any, info: TurnInfo) -> None:
     if info.note:  # e.g. where a re-run kept the earlier turn
         bundle["text/plain"] = f"[{info.note}]\n{bundle.get('text/plain', '')}"
         if "text/html" in bundle:
-            bundle["text/html"] = f"<small>{escape(info.note)}</small>{bundle['text/html']}"
+            bundle["text/html"] = f"<small>{note_html(info.note)}</small>{bundle['text/html']}"
     try:
         from IPython.display import display
 
         display(bundle, raw=True)
     except Exception:
         logger.warning("could not display the answer", exc_info=True)
+
+
+def note_html(note: str) -> str:
+    """A note's HTML: escaped, its `names` as code (the backticks are markup, not text)."""
+    import re
+    from html import escape
+
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", escape(note))
+
+
+def plain_note(note: str) -> str:
+    """A note for a place that shows text only: without its backticks."""
+    return note.replace("`", "")
 
 
 def widget_frontend() -> bool:

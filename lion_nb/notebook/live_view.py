@@ -21,10 +21,14 @@ class WidgetView(TurnView):
     def __init__(self, info: TurnInfo):
         super().__init__(info)
         from ..widgets.turn import TurnWidget
+        from .display import plain_note
 
         head = " · ".join(p for p in (info.branch, info.operation, info.model) if p)
         self.widget = TurnWidget(
-            head, note=info.note, markdown=info.fmt == "markdown", max_rate=info.max_rate
+            head,
+            note=plain_note(info.note),  # the widget shows text, not Markdown
+            markdown=info.fmt == "markdown",
+            max_rate=info.max_rate,
         )
 
     def _stop(self) -> bool:
@@ -44,6 +48,7 @@ class WidgetView(TurnView):
         self.widget.message(message)
 
     def finish(self, result: Any) -> None:
+        self.widget.note = ""  # the answer below carries it: the note is shown once
         self.widget.finish(result)
         show_answer(result, self.info)
 

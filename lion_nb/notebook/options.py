@@ -166,6 +166,8 @@ def turn_parser(prog: str, *, prompt: bool = False) -> Any:
     add(
         "--map",
         metavar="ITERABLE",
+        # a cell's line has no prompt: an expression's words run up to the next option
+        **({} if prompt else {"nargs": "+"}),
         help="run the cell once per item of ITERABLE (a name or expression: a list, a DataFrame...), "
         "each on its own clone of the branch, concurrently; {item}, {item[key]}, {item.attr} and "
         "{index} are filled in per item",
@@ -257,6 +259,8 @@ class TurnOptions:
             validate_name(self.out, "--out")
         if self.branch is not None and not self.branch.strip():
             raise UsageError("`--branch` needs a name, e.g. `-b ideas`.")
+        if self.model is not None and not self.model.strip():
+            raise UsageError(EMPTY_MODEL)
         if self.fmt == "code" and self.bg:
             raise UsageError(
                 "`--format code` cannot be combined with `--bg`: the new cell can only be "
@@ -323,7 +327,7 @@ def parse_with_hint(parser: Any, line: str, magic: str, options: list[str]) -> A
         print(parser.format_help())
         return None
     try:
-        return parser.parse_args(words)
+        args = parser.parse_args(words)
     except UsageError as exc:
         message = str(exc)
         hint = f"See `{magic}?` for every option."
@@ -338,6 +342,30 @@ def parse_with_hint(parser: Any, line: str, magic: str, options: list[str]) -> A
                 f"unknown option `{bad}`" if bad.startswith("-") else f"unexpected argument {bad!r}"
             )
         raise UsageError(f"`{magic} {line.strip()}`: {message}. {hint}") from None
+    if isinstance(getattr(args, "map", None), list):
+        args.map = _expression(line, args.map)
+    return args
+
+
+def _expression(line: str, words: list[str]) -> str:
+    """``--map``'s expression as written on ``line``: several words keep their quotes
+    (``[c for c in rows if c != 'x']``), up to the next option, as argparse reads them; one
+    word is as the shell-like split gave it."""
+    if len(words) == 1:
+        return words[0]
+    from IPython.utils.process import arg_split
+
+    try:
+        raw = arg_split(line, posix=False, strict=True)
+        start = raw.index("--map") + 1
+    except ValueError:
+        return " ".join(words)
+    taken = []
+    for word in raw[start:]:
+        if len(word) > 1 and word[0] == "-" and not word[1].isdigit():
+            break  # the next option
+        taken.append(word)
+    return " ".join(taken)
 
 
 def resolve_response_format(name: str, namespace: Mapping[str, Any]) -> type:
@@ -395,12 +423,20 @@ def resolve_tools(names: list[str], namespace: Mapping[str, Any]) -> list[Callab
     return tools
 
 
+EMPTY_MODEL = (
+    "`-m ''`: the model is empty. Give an alias, an `iModel` variable or a provider/model "
+    "(e.g. `-m offline/auto`), or leave `-m` out for the branch's own model."
+)
+
+
 def resolve_model(spec: str, namespace: Mapping[str, Any], aliases: Mapping[str, str]) -> Any:
     """An iModel from an alias, an ``iModel`` variable or a ``provider/model`` string."""
     from ..errors import ConfigurationError
     from ..models.imodel import iModel
 
     spec = spec.strip()
+    if not spec:
+        raise UsageError(EMPTY_MODEL)
     obj = namespace.get(spec) if spec.isidentifier() else None
     if isinstance(obj, iModel):
         return obj

@@ -192,6 +192,30 @@ class NotebookPersistence:
             )
         return found
 
+    def unsaved_in_file(self, data: Any) -> int:
+        """How many messages the store holds of the session serialized in ``data`` (a
+        ``Session.to_dict``) that ``data`` lacks: committed after the file was saved. Importing
+        it under the same id would replace them, so `%lion load FILE` then imports a copy."""
+        from ..errors import ItemNotFoundError
+        from ..store.errors import StoreError
+
+        if not isinstance(data, dict) or not isinstance(data.get("id"), str):
+            return 0
+        try:
+            if not self.store.exists():
+                return 0
+            rows = self.store.read(data["id"])
+        except (StoreError, ItemNotFoundError):
+            return 0
+        in_file = set()
+        for branch in data.get("branches") or ():
+            messages = branch.get("messages") if isinstance(branch, dict) else None
+            items = messages.get("collections") if isinstance(messages, dict) else messages
+            for message in items or ():
+                if isinstance(message, dict):
+                    in_file.add(str(message.get("id")))
+        return sum(1 for b in rows.branches for mid in b.message_ids if mid not in in_file)
+
     def restore(self, state: Any, ref: str | None = None) -> Any:
         """Make the saved session ``ref`` (default: this notebook's latest) the notebook's
         Session and follow it; returns it."""
@@ -219,6 +243,15 @@ class NotebookPersistence:
         except UsageError as exc:
             if "no saved session" not in str(exc):
                 warnings.warn(StoreWarning(str(exc)), stacklevel=2)
+            return None
+        except Exception as exc:  # whatever the store holds, loading the extension works
+            warnings.warn(
+                StoreWarning(
+                    f"`%lion load`: restoring from `{self.store.path}` failed "
+                    f"({type(exc).__name__}: {exc}); the notebook starts a new session."
+                ),
+                stacklevel=2,
+            )
             return None
         print(
             f"Restored session `{str(session.id)[:8]}` from `{self.store.path}`: "

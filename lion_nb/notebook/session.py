@@ -14,6 +14,7 @@ Unloading the extension leaves this state alone: the conversations are the user'
 
 from __future__ import annotations
 
+import weakref
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -71,7 +72,8 @@ class NotebookState:
     def __init__(self, *, default_branch: str = DEFAULT_BRANCH, signal_log_size: int = 1000):
         self._session: Any = None
         self.default_branch_name = default_branch
-        self.active = default_branch
+        self._active_name = default_branch
+        self._active_id: str | None = None  # follows the branch through a rename
         self.errors = ErrorLog()
         self.signals: deque[Any] = deque(maxlen=signal_log_size)
         self.runs: dict[int, Any] = {}
@@ -91,7 +93,7 @@ class NotebookState:
 
     def attach(self, session: Any) -> None:
         """Make ``session`` the notebook's Session (used on first use, load and reset)."""
-        from ..protocols.signals import Signal
+        from ..protocols.signals import Signal, keep_history
 
         if self._subscription is not None:
             self._subscription()
@@ -102,14 +104,23 @@ class NotebookState:
             branch = session.new_branch(name=self.default_branch_name)
         if not branch.name:
             branch.name = self.default_branch_name
-        self.active = branch.name
+        self.set_active(branch)
         self._subscription = session.observe(Signal, self.signals.append)
+        ref = weakref.ref(session)  # the history must not keep the Session alive
+        keep_history(session, lambda: self._signals_of(ref()))  # a SignalLog starts with them
         from .autoload import autoload
 
         autoload(session)  # installed entry-point extensions; each broken one is a warning
         from .persistence import session_attached
 
         session_attached(self, session)  # autosave follows the new Session (when loaded)
+
+    def _signals_of(self, session: Any) -> list[Any]:
+        """The logged signals of ``session``'s branches (the log outlives a Session)."""
+        if session is None:
+            return []
+        ids = {str(b.id) for b in session.branches}
+        return [s for s in self.signals if s.branch_id is None or s.branch_id in ids]
 
     def resize_signal_log(self, size: int) -> None:
         self.signals = deque(self.signals, maxlen=max(1, size))
@@ -121,20 +132,36 @@ class NotebookState:
             self._subscription = self._session.observe(Signal, self.signals.append)
 
     # -- branches ------------------------------------------------------------------------------
+    @property
+    def active(self) -> str:
+        """The active branch's name: its name now, so renaming it keeps it active."""
+        if self._active_id is not None and self._session is not None:
+            found = find_branch(self._session, self._active_id)
+            if found is not None:
+                return found.name or self._active_id
+        return self._active_name
+
+    @active.setter
+    def active(self, name: str) -> None:
+        self._active_name, self._active_id = name, None
+
     def branch(self, name: str | None = None) -> Any:
         """The branch called ``name`` (the active one when ``None``), or ``None``."""
         session = self.session
         if name is None:
-            found = find_branch(session, self.active)
+            found = find_branch(session, self._active_id or self._active_name)
+            if found is None and self._active_id is not None:
+                found = find_branch(session, self._active_name)
             if found is None:  # the active branch was removed elsewhere
                 found = session.default_branch or next(iter(session.branches), None)
-                if found is not None:
-                    self.active = found.name or str(found.id)
+            if found is not None:
+                self._active_name, self._active_id = found.name or str(found.id), str(found.id)
             return found
         return find_branch(session, name)
 
     def set_active(self, branch: Any) -> None:
-        self.active = branch.name or str(branch.id)
+        self._active_name = branch.name or str(branch.id)
+        self._active_id = str(branch.id)
         try:
             self.session.default_branch = branch
         except (AttributeError, TypeError, ValueError):

@@ -144,8 +144,8 @@ def plan_turn(magics: Any, opts: TurnOptions, text: str) -> TurnPlan:
     rf = resolve_response_format(opts.response_format, ns) if opts.response_format else None
     tools = resolve_tools(opts.tools, ns)
     model = None
-    name = opts.branch or state.active
-    branch = state.branch(name)
+    name = opts.branch
+    branch = state.branch(name)  # None: the active one
     created = branch is None
     if created:
         if opts.branch is None:

@@ -8,6 +8,10 @@ payload type (``CapabilityViolation``) matches signals carrying that payload.
 
 `emit_safely` is the only way signals reach observers: each callback's error is logged and
 swallowed, so an observer can never change an operation's result.
+
+A Session keeps no history of its signals; whoever records them (the notebook layer, for its
+Session) can offer them with `keep_history`, so that a view built later (`SignalLog`) starts
+with the recent ones (`recent_signals`) instead of an empty table.
 """
 
 from __future__ import annotations
@@ -30,9 +34,39 @@ __all__ = [
     "Signal",
     "StructuredOutput",
     "emit_safely",
+    "keep_history",
+    "recent_signals",
 ]
 
 logger = logging.getLogger("lion_nb.signals")
+
+_HISTORIES: Any = None  # WeakKeyDictionary: an observed object -> what returns its signals
+
+
+def keep_history(owner: Any, recorded: Any) -> None:
+    """Offer ``recorded()`` (the signals recorded of ``owner``, oldest first) to views of
+    ``owner`` built later; ``None`` withdraws it."""
+    global _HISTORIES
+    import weakref
+
+    if _HISTORIES is None:
+        _HISTORIES = weakref.WeakKeyDictionary()
+    if recorded is None:
+        _HISTORIES.pop(owner, None)
+    else:
+        _HISTORIES[owner] = recorded
+
+
+def recent_signals(owner: Any) -> list[Signal]:
+    """The signals recorded of ``owner`` so far, oldest first (none when nobody records)."""
+    recorded = _HISTORIES.get(owner) if _HISTORIES is not None else None
+    if recorded is None:
+        return []
+    try:
+        return list(recorded())
+    except Exception:  # a view must open even if the recorder is broken
+        logger.warning("the recorded signals could not be read", exc_info=True)
+        return []
 
 
 @dataclass(slots=True, kw_only=True)

@@ -194,7 +194,48 @@ def build_branch(rows: BranchRows) -> Branch:
 
 
 def build_session(rows: SessionRows) -> Session:
-    """The Session and its branches, in their order, with the default branch restored."""
+    """The Session and its branches, in their order, with the default branch restored. A
+    damaged row (JSON that does not parse, a message that does not validate) is a
+    `StoreCorruptError` naming the session, so a caller can skip it and use the others."""
+    from .errors import StoreCorruptError, StoreError
+
+    try:
+        return _build_session(rows)
+    except StoreError:
+        raise
+    except Exception as exc:
+        raise StoreCorruptError(
+            f"Saved session `{rows.id[:8]}` is damaged ({_detail(exc)}); the other saved "
+            f"sessions are unaffected. Delete it with `%lion sessions --delete {rows.id[:8]}` "
+            "(`SessionStore.delete`)."
+        ) from exc
+
+
+def _detail(exc: Exception) -> str:
+    """One line about ``exc``: for a validation error, its first problem and where."""
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        try:
+            first = errors()[0]
+            where = ".".join(str(part) for part in first.get("loc", ()))
+            return f"{type(exc).__name__}: {where + ': ' if where else ''}{first['msg']}"
+        except Exception:
+            pass
+    text = (str(exc).strip().splitlines() or [""])[0]
+    return f"{type(exc).__name__}: {text[:200]}" if text else type(exc).__name__
+
+
+def header_name(header: str | None) -> str | None:
+    """The ``name`` in a stored header, or ``None`` (also when the header is damaged)."""
+    try:
+        data = json.loads(header) if header else None
+    except ValueError:
+        return None
+    name = data.get("name") if isinstance(data, dict) else None
+    return name if isinstance(name, str) else None
+
+
+def _build_session(rows: SessionRows) -> Session:
     from ..session.session import Session
 
     data = json.loads(rows.header)

@@ -259,14 +259,14 @@ FROM sessions s ORDER BY s.updated_at DESC
 
 
 def _list(conn: Any) -> list[SessionInfo]:
-    import json
+    from .rows import header_name
 
     out = []
     for sid, data, notebook, default, created, updated, n_b, n_m, branch in conn.execute(_LIST):
-        name = json.loads(data).get("name")
+        name = header_name(data)  # a damaged header lists without a name; loading says why
         default_name = None
         if branch is not None:
-            default_name = json.loads(branch).get("name") or default
+            default_name = header_name(branch) or default
         out.append(SessionInfo(sid, name, notebook, n_b, n_m, default_name, created, updated))
     return out
 

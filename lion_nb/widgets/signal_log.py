@@ -80,7 +80,9 @@ class _Kinds(traitlets.List):
 
 
 class SignalLog(StaticFallback, anywidget.AnyWidget):
-    """The signals of ``session`` as a table, live; ``signals`` adds ones recorded before."""
+    """The signals of ``session`` as a table, live. ``signals`` are ones recorded before; by
+    default the session's recent ones, when something records them (the notebook does for
+    its Session, `lion_nb.protocols.signals.keep_history`)."""
 
     _esm = STATIC / "signal_log.js"
     _css = traitlets.Unicode().tag(sync=True)  # set per instance from `stylesheet()`
@@ -117,9 +119,10 @@ class SignalLog(StaticFallback, anywidget.AnyWidget):
         self._throttle = Throttle(self._flush, max_rate)
         self._subscription: Any = None
         self.title = str(getattr(session, "name", "") or "")
-        for signal in signals or ():
+        from ..protocols.signals import Signal, recent_signals
+
+        for signal in recent_signals(session) if signals is None else signals:
             self._add(signal)
-        from ..protocols.signals import Signal
 
         self._subscription = session.observe(Signal, self._on_signal)
         self._throttle.flush()

@@ -111,3 +111,11 @@ def test_mistakes_are_usage_errors(nb):
     assert "not one text" in usage_error(nb, "%%lion --map style\n{item}")
     assert "cannot be filled" in usage_error(nb, "%%lion --map cities\n{item[city]}")
     assert len(current_session().branches) == 1  # nothing ran
+
+
+def test_map_takes_an_expression_with_spaces(nb):
+    ran = run(nb, "%%lion -m echo --map [c for c in cities if c != 'Lima'] -q -o seen\n{item}")
+    assert ran.error is None, ran
+    assert nb.user_ns["seen"] == ["answer: Oslo", "answer: Pune"]
+    quoted = run(nb, '%%lion -m echo --map "cities[:1]" -q -o first\n{item}')
+    assert quoted.error is None and nb.user_ns["first"] == ["answer: Oslo"]

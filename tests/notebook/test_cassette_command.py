@@ -133,3 +133,12 @@ def test_help_lists_the_subcommand_and_its_modes(nb):
     for mode in ("once", "new", "none", "all", "--off"):
         assert mode in text
     assert "cassette   record/replay" in run(nb, "%lion?").stdout
+
+
+def test_mode_none_without_a_file_warns_about_provider_calls_only(nb, tmp_path):
+    ran = run(nb, f"%lion cassette {tmp_path / 'missing.jsonl'} --mode none")
+    assert ran.error is None
+    assert "every call to a provider" in ran.stdout and "offline models still answer" in ran.stdout
+    assert "every model call will fail" not in ran.stdout
+    answered = run(nb, "%%lion -m offline/auto -o reply\nstill here?")  # and that is true
+    assert answered.error is None and nb.user_ns["reply"].startswith("Offline model")

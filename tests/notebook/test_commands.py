@@ -95,7 +95,7 @@ def test_branches_switch_new_clone_remove(nb):
     assert [m.rendered for m in copy.messages] == [m.rendered for m in critic.messages]
     assert run(nb, "%lion ls").value.rows[-1][""] == "*"  # the clone is active
 
-    assert run(nb, "%lion rm copy").error is None
+    assert run(nb, "%lion rm copy --force").error is None  # the active one: --force
     assert names() == ["main", "critic"]
     run(nb, "%%lion -q\nafter removal")  # the active branch fell back to a member
     assert "copy" not in names()

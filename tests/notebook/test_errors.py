@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from lion_nb import current_session
 from tests.notebook.nbshell import run, usage_error
 
 SETUP = """
@@ -201,3 +202,13 @@ def test_unknown_operation_lists_the_registered_ones(nb):
     message = usage_error(nb, "%%lion --op summarise\nhi")
     assert "`--op summarise`: no such operation" in message
     assert "Registered: `summarize`." in message
+
+
+@pytest.mark.parametrize(
+    "code", ["%%lion -m ''\nhi", '%lion ask -m "" hi', "%lion new side -m ''", "%lion model ''"]
+)
+def test_an_empty_model_is_refused_not_replaced_by_the_offline_one(nb, code):
+    text = usage_error(nb, code)
+    assert "the model is empty" in text and "leave `-m` out" in text
+    assert [b.name for b in current_session().branches] == ["main"]
+    assert len(current_session().default_branch.messages) == 0  # nothing was sent

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 from IPython.utils.capture import capture_output
 
 from lion_nb.notebook.display import HandleView, TurnInfo, make_view
@@ -57,3 +59,37 @@ def test_unloading_removes_the_formatters(ip, monkeypatch):
     data = ip.display_formatter.format(ip.user_ns["b"])[0]
     assert "application/vnd.jupyter.widget-view+json" not in data
     ip.run_line_magic("load_ext", "lion_nb")
+
+
+def test_a_re_run_note_is_shown_once_and_its_names_as_code(ip):
+    from ipywidgets import Widget
+
+    run(ip, "%config LionMagics.live_view = 'widget'")
+    run(ip, "%%lion\nfirst", cell_id="c")
+    ran = run(ip, "%%lion\nfirst, again", cell_id="c")
+    assert ran.error is None, ran
+    first, answer = ran.outputs[0].data, ran.outputs[-1].data
+    model_id = first["application/vnd.jupyter.widget-view+json"]["model_id"]
+    with warnings.catch_warnings():  # the registry's public name is deprecated, not gone
+        warnings.simplefilter("ignore", DeprecationWarning)
+        widget = Widget.widgets[model_id]
+    assert widget.note == ""  # finished: the answer carries the note
+    assert "<code>main~1</code>" in answer["text/html"] and "`" not in answer["text/html"]
+    assert answer["text/plain"].count("re-run") == 1
+
+
+def test_a_signal_log_built_after_some_turns_starts_with_them(ip):
+    from lion_nb import current_session
+    from lion_nb.widgets import SignalLog
+
+    run(ip, "%%lion -q\none")
+    run(ip, "%%lion -q\ntwo")
+    log = SignalLog(current_session())
+    kinds = [row["kind"] for row in log.rows]
+    assert kinds.count("RunStart") == 2 and kinds.count("MessageAdded") == 4
+    run(ip, "%%lion -q\nthree")
+    log._throttle.flush()
+    assert [row["kind"] for row in log.rows].count("RunStart") == 3  # and goes on live
+    assert SignalLog(current_session(), signals=[]).rows == []  # given ones replace them
+    run(ip, "%lion reset --all")
+    assert SignalLog(current_session()).rows == []  # a new Session: none of the old one's

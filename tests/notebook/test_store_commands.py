@@ -268,3 +268,20 @@ def test_a_locked_store_warns_and_the_turn_goes_on(ip, monkeypatch):
     run(ip, "%lion autosave on")  # the lock is gone: saving resumes, the whole session
     flush()
     assert SessionStore(path).sessions()[0].messages == 2
+
+
+def test_history_after_a_restart_tells_the_earlier_kernels_cells_apart(ip, monkeypatch):
+    import lion_nb.notebook.cells as cells
+
+    run(ip, "%%lion -q\nbefore the restart", cell_id="a")
+    before = current_session().default_branch.messages[0].metadata["lion"]["execution_count"]
+    flush()
+    restart(ip)
+    monkeypatch.setattr(
+        cells, "KERNEL_RUN", "a-new-kernel", raising=False
+    )  # what a new process has
+    run(ip, "%lion load")
+    run(ip, "%%lion -q\nafter the restart", cell_id="b")
+    rows = run(ip, "%lion history").value.rows
+    now = current_session().default_branch.messages[-1].metadata["lion"]["execution_count"]
+    assert [r["cell"] for r in rows] == [f"{before} (before restart)"] * 2 + [now] * 2

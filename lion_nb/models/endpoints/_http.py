@@ -392,9 +392,11 @@ class HTTPClient:
                         raise await self._not_a_stream(response, rid)
                     reader = make_reader(rid)
                     try:
-                        async for event in source.aiter_sse():
+                        events = source.aiter_sse()
+                        async for event in events:
                             if reader.feed(event):
                                 break
+                        await _drain(events)
                         return Reply(reader.finish(), rid)
                     except SHAPE_ERRORS as exc:  # an event of a shape the API never sends
                         raise stream_error(
@@ -458,6 +460,21 @@ class HTTPClient:
                 request_id=rid,
             )
         )
+
+
+DRAIN_SECONDS = 2.0  # how long the end of a finished stream is awaited
+
+
+async def _drain(events: Any) -> None:
+    """Read what follows a stream's last event (normally nothing: the server ends the body)
+    so that the async generators under ``events`` (httpx's byte, text and line readers)
+    finish here, on the running loop. Left suspended, each would be closed when collected:
+    in an in-process shell that is at interpreter exit, with no loop running, and Python
+    reports "Task was destroyed but it is pending!". A server that keeps the stream open is
+    given up on after `DRAIN_SECONDS`; the answer is complete either way."""
+    with anyio.move_on_after(DRAIN_SECONDS):
+        async for _event in events:
+            pass
 
 
 def _is_timeout(exc: BaseException) -> bool:
