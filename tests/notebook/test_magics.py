@@ -242,8 +242,13 @@ def test_background_run_can_be_cancelled_and_keeps_what_was_received(nb):
 
     assert isinstance(ran.error, asyncio.CancelledError)  # awaiting a cancelled run raises
     assert handle.status == "cancelled"
-    # an API turn records its exchange only when it completes (ADR-0021 D3)
-    assert list(branch().messages) == []
+    # a cancelled turn keeps what arrived, marked incomplete; before any text, nothing (ADR-0106)
+    messages = list(branch().messages)
+    if messages:
+        assert [m.kind for m in messages] == ["instruction", "assistant_response"]
+        assert messages[0].instruction == "A long answer please"
+        assert messages[1].metadata["incomplete"] is True
+        assert messages[1].metadata["incomplete_reason"] == "interrupted"
     assert run(nb, "%%lion -q\nstill usable").error is None
 
 
