@@ -180,7 +180,7 @@ class BatchRun:
                 f"`concurrency={concurrency!r}`: give how many items may run at once (1 or more)."
             )
         source = session._resolve(branch)
-        limit = getattr(source.chat_model, "_limits", {}).get("concurrency_limit")
+        model = _resolve_model(model)
         self._init_state(
             session,
             source.clone(),
@@ -189,8 +189,8 @@ class BatchRun:
             instruction=instruction,
             operation=operation,
             kwargs=kwargs,
-            model=_resolve_model(model),
-            concurrency=concurrency or limit or DEFAULT_CONCURRENCY,
+            model=model,
+            concurrency=_concurrency(concurrency, source.chat_model if model is None else model),
             column=column,
             price=Price.of(price),
             data=data,
@@ -588,6 +588,15 @@ def _check_operation(operation: Any) -> None:
             f"`operation=` is a verb name ({', '.join(_VERBS)}), a registered operation's "
             f"name, or an async function `f(branch, prompt)`; got {operation!r}."
         )
+
+
+def _concurrency(requested: int | None, model: Any) -> int:
+    """How many items run at once: the request (or the default), within the model's own
+    ``concurrency_limit`` -- more workers than that would only wait, so they are not made."""
+    limit = (getattr(model, "_limits", None) or {}).get("concurrency_limit")
+    if requested is None:
+        return limit or DEFAULT_CONCURRENCY
+    return min(requested, limit) if limit else requested
 
 
 def _resolve_model(model: Any) -> Any:

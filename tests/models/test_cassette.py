@@ -129,6 +129,27 @@ def test_none_without_the_file_says_so(server, tmp_path):
     assert "does not exist" in str(info.value) and not server.requests
 
 
+def test_a_miss_says_what_a_live_call_to_this_model_needs(server, tmp_path, monkeypatch):
+    """A keyless local server needs to be running, not a key; a hosted API needs its key."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    missing = tmp_path / "missing.jsonl"
+    local = iModel(provider="llamacpp", model="m", base_url=server.openai_url)
+    with cassette(missing, mode="none"), pytest.raises(CassetteError) as info:
+        ask(local, "Hi")
+    message = str(info.value)
+    assert "key" not in message
+    assert f"make sure the server at `{server.openai_url}` is running" in message
+    hosted = iModel(provider="openai", model="gpt-4o-mini")
+    with cassette(missing, mode="none"), pytest.raises(CassetteError) as info:
+        ask(hosted, "Hi")
+    assert "set the provider's key (`OPENAI_API_KEY`)" in str(info.value)
+    keyed = model(server, api_key="sk-test-cassette-0123456789")
+    with cassette(missing, mode="none"), pytest.raises(CassetteError) as info:
+        ask(keyed, "Hi")
+    assert "key" not in str(info.value) and "To record it, use mode `new`" in str(info.value)
+    assert not server.requests
+
+
 def test_identical_requests_replay_in_recorded_order_then_the_last_repeats(server, tmp_path):
     path = tmp_path / "c.jsonl"
     answers(server, "first", "second")

@@ -66,7 +66,7 @@ class CassetteBatches:
 
         normalized = batch_request(self.imodel, requests)
         label = f"{self.imodel.provider}/{self.imodel.model}"
-        entry = self.tape.take("batch", normalized, label)
+        entry = self.tape.take("batch", normalized, label, self.imodel)
         if entry is not None:
             recorded = entry.data()
             await anyio.lowlevel.checkpoint()  # a replay is a call: it yields
