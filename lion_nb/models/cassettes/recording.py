@@ -166,13 +166,20 @@ class Cassette:
                     continue
                 try:
                     kind, request, chunks = check(json.loads(line))
-                except ValueError as exc:  # a JSON syntax error is a ValueError too
-                    detail = str(exc) if type(exc) is ValueError else f"{type(exc).__name__}: {exc}"
+                    key = canonical(kind, request)
+                except (ValueError, RecursionError) as exc:  # JSON syntax errors are ValueErrors
+                    detail = (
+                        "nested too deeply"
+                        if isinstance(exc, RecursionError)
+                        else str(exc)
+                        if type(exc) is ValueError
+                        else f"{type(exc).__name__}: {exc}"
+                    )
                     raise CassetteError(
                         f"Cassette `{self.path}`, line {number}, is not a recorded exchange "
                         f"({detail}). Fix the line, or re-record the file with mode `all`."
                     ) from None
-                self._add(Recording(canonical(kind, request), kind, request, line, number, chunks))
+                self._add(Recording(key, kind, request, line, number, chunks))
 
     def _read_lines(self) -> list[str]:
         if not self.path.is_file():
