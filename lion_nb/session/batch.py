@@ -13,7 +13,9 @@ gives the results in input order. Design decisions:
   ``limit_tokens`` and ``concurrency_limit`` hold for the run as a whole. Workers are started
   a few per turn of the event loop: each prepares an item (a clone, its prompt, its request)
   before it first waits, and a thousand of those in one turn would stall the loop -- and the
-  kernel's other work -- for about a second.
+  kernel's other work -- for about a second. For the same reason a worker yields after
+  each item: an in-process model (the offline ones) answers without ever waiting, and 5,000
+  such items would otherwise hold the loop -- Stop, progress, the kernel -- to the end.
 - **Per-item cost.** An item pays for its own work only: a clone of the snapshot (one copy
   per snapshot message, addressed to the clone as it is made), its inclusion in the session
   and two counter updates. Nothing is scanned per item -- not the other items, the session's
@@ -380,8 +382,11 @@ class BatchRun:
         self._scope = None
 
     async def _worker(self, queue: deque[int]) -> None:
+        import anyio.lowlevel
+
         while queue and not self._stop_requested:
             await self._run_item(self.items[queue.popleft()])
+            await anyio.lowlevel.checkpoint()  # an item that never waited still yields
 
     async def _run_item(self, result: ItemResult) -> None:
         import anyio
@@ -616,7 +621,7 @@ def start_map(session: Session, data: Any, instruction: Any = None, **kwargs: An
         return ProviderRun(session, data, instruction, **kwargs).start()
     if via != "live":
         raise ConfigurationError(f"`via={via!r}`: use 'live' or 'batch'.")
-    for key in ("poll_interval",):
+    for key in ("poll_interval", "poll_timeout"):
         if key in kwargs:
             raise ConfigurationError(f"`{key}=` only applies to `via='batch'`.")
     return BatchRun(session, data, instruction, **kwargs).start()
