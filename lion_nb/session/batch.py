@@ -13,7 +13,9 @@ gives the results in input order. Design decisions:
   ``limit_tokens`` and ``concurrency_limit`` hold for the run as a whole. Workers are started
   a few per turn of the event loop: each prepares an item (a clone, its prompt, its request)
   before it first waits, and a thousand of those in one turn would stall the loop -- and the
-  kernel's other work -- for about a second.
+  kernel's other work -- for about a second. For the same reason a worker yields after
+  each item: an in-process model (the offline ones) answers without ever waiting, and 5,000
+  such items would otherwise hold the loop -- Stop, progress, the kernel -- to the end.
 - **Per-item cost.** An item pays for its own work only: a clone of the snapshot (one copy
   per snapshot message, addressed to the clone as it is made), its inclusion in the session
   and two counter updates. Nothing is scanned per item -- not the other items, the session's
@@ -180,7 +182,7 @@ class BatchRun:
                 f"`concurrency={concurrency!r}`: give how many items may run at once (1 or more)."
             )
         source = session._resolve(branch)
-        limit = getattr(source.chat_model, "_limits", {}).get("concurrency_limit")
+        model = _resolve_model(model)
         self._init_state(
             session,
             source.clone(),
@@ -189,8 +191,8 @@ class BatchRun:
             instruction=instruction,
             operation=operation,
             kwargs=kwargs,
-            model=_resolve_model(model),
-            concurrency=concurrency or limit or DEFAULT_CONCURRENCY,
+            model=model,
+            concurrency=_concurrency(concurrency, source.chat_model if model is None else model),
             column=column,
             price=Price.of(price),
             data=data,
@@ -380,8 +382,11 @@ class BatchRun:
         self._scope = None
 
     async def _worker(self, queue: deque[int]) -> None:
+        import anyio.lowlevel
+
         while queue and not self._stop_requested:
             await self._run_item(self.items[queue.popleft()])
+            await anyio.lowlevel.checkpoint()  # an item that never waited still yields
 
     async def _run_item(self, result: ItemResult) -> None:
         import anyio
@@ -590,6 +595,15 @@ def _check_operation(operation: Any) -> None:
         )
 
 
+def _concurrency(requested: int | None, model: Any) -> int:
+    """How many items run at once: the request (or the default), within the model's own
+    ``concurrency_limit`` -- more workers than that would only wait, so they are not made."""
+    limit = (getattr(model, "_limits", None) or {}).get("concurrency_limit")
+    if requested is None:
+        return limit or DEFAULT_CONCURRENCY
+    return min(requested, limit) if limit else requested
+
+
 def _resolve_model(model: Any) -> Any:
     if model is None or (callable(model) and not hasattr(model, "provider")):
         return model
@@ -607,7 +621,7 @@ def start_map(session: Session, data: Any, instruction: Any = None, **kwargs: An
         return ProviderRun(session, data, instruction, **kwargs).start()
     if via != "live":
         raise ConfigurationError(f"`via={via!r}`: use 'live' or 'batch'.")
-    for key in ("poll_interval",):
+    for key in ("poll_interval", "poll_timeout"):
         if key in kwargs:
             raise ConfigurationError(f"`{key}=` only applies to `via='batch'`.")
     return BatchRun(session, data, instruction, **kwargs).start()

@@ -16,6 +16,12 @@ results in input order, failures, stop, retry, the same widget), with these deci
   submission and polling (every ``poll_interval`` seconds, 30 by default) run as a task on
   the running loop, sleeping between polls, so the kernel is never blocked. A poll that
   fails for a transient reason (connection, 5xx, 429) is retried at the next interval.
+  Polling has a deadline, ``poll_timeout`` (25 hours by default: both providers end a batch
+  within 24): a batch still running then fails the run with a `ProviderTimeoutError` naming
+  it, its items failed with that error; the batch goes on at the provider and can be taken
+  up again with ``resume_batch``.
+- **Results are streamed.** Each item's answer is recorded as its result line is read, so
+  a result file of any size is never held whole; a malformed line fails only its item.
 - **It survives a restart.** As soon as the provider has the batch, its record is saved
   (`batch_records`); ``session.resume_batch(batch_id)`` rebuilds the run -- model from its
   saved settings (the key from the environment, or ``model=``), each item's branch found in
@@ -39,12 +45,18 @@ import importlib
 import json
 import logging
 import time
+from contextlib import aclosing
 from typing import Any
 from uuid import UUID
 
 import anyio
 
-from ..errors import ConfigurationError, ProviderConnectionError, ProviderError
+from ..errors import (
+    ConfigurationError,
+    ProviderConnectionError,
+    ProviderError,
+    ProviderTimeoutError,
+)
 from ..models.endpoints.base import APIEndpoint, ChatRequest, ModelResponse
 from ._batch_items import Price, describe, render
 from .batch import BatchRun, ItemResult, _check_operation, _resolve_model
@@ -55,6 +67,7 @@ __all__ = ["ProviderRun", "resume_batch"]
 logger = logging.getLogger("lion_nb.batch")
 
 DEFAULT_POLL_INTERVAL = 30.0
+DEFAULT_POLL_TIMEOUT = 25 * 3600.0  # both providers end a batch within 24 hours
 _OPERATIONS = ("communicate", "chat")
 _COMMUNICATE_ONLY = ("chat_model", "parse_model", "skip_validation", "num_parse_retries")
 _REFUSED = ("clear_messages", "imodel", "return_ins_res_message")
@@ -97,6 +110,7 @@ class ProviderRun(BatchRun):
 
     def __init__(self, session: Any, data: Any, instruction: Any, **kwargs: Any):
         poll = kwargs.pop("poll_interval", None)
+        deadline = kwargs.pop("poll_timeout", None)
         operation = kwargs.setdefault("operation", "communicate") or "communicate"
         kwargs["operation"] = operation
         if operation not in _OPERATIONS:
@@ -113,12 +127,13 @@ class ProviderRun(BatchRun):
                 '"provider/model" string, not a function.'
             )
         super().__init__(session, data, instruction, **kwargs)
-        self._setup(poll)
+        self._setup(poll, deadline)
 
-    def _setup(self, poll_interval: float | None) -> None:
+    def _setup(self, poll_interval: float | None, poll_timeout: float | None = None) -> None:
         from ..models.endpoints.batches import batch_service
 
         self.poll_interval = _interval(poll_interval)
+        self.poll_timeout = _seconds(poll_timeout, "poll_timeout", DEFAULT_POLL_TIMEOUT)
         self.service = batch_service(self.model)
         self.batch_id: str | None = None
         self.batch_ids: list[str] = []
@@ -128,6 +143,7 @@ class ProviderRun(BatchRun):
         self._submitted: Any = None  # an anyio Event set once the provider has the batch
         self._cancel_sent = False
         self._recorded_before: set[int] = set()
+        self._gave_up = False  # polling passed `poll_timeout`
 
     @property
     def model(self) -> Any:
@@ -153,8 +169,9 @@ class ProviderRun(BatchRun):
         except Exception as exc:
             self.state = "failed"
             self.error = exc
-            for result in self.items:  # never submitted: each fails with the reason why
-                if result.status in ("pending", "running") and self.batch_id is None:
+            gave_up = self._gave_up
+            for result in self.items:  # never submitted, or given up: each fails with why
+                if result.status in ("pending", "running") and (self.batch_id is None or gave_up):
                     result.error = exc
                     self._set_status(result, "failed")
             raise
@@ -232,6 +249,7 @@ class ProviderRun(BatchRun):
         return capture.request
 
     async def _poll(self) -> Any:
+        deadline = time.monotonic() + self.poll_timeout
         while True:
             try:
                 status = await self.service.status(self.batch_id)
@@ -245,32 +263,45 @@ class ProviderRun(BatchRun):
                 self._changed()
                 if status.ended:
                     return status
-            await anyio.sleep(self.poll_interval)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self._gave_up = True
+                state = self.remote.state if self.remote is not None else "not seen"
+                raise ProviderTimeoutError(
+                    f"the batch `{self.batch_id}` did not end within "
+                    f"`poll_timeout={self.poll_timeout:g}` seconds (last seen: {state}). It "
+                    f"goes on at the provider: take it up again with "
+                    f"`session.resume_batch({self.batch_id!r})`, or give a longer "
+                    "`poll_timeout=`.",
+                    provider=self.service.endpoint.name,
+                )
+            await anyio.sleep(min(self.poll_interval, left))
 
     async def _collect(self, status: Any) -> None:
+        """Record each item's answer as its result line arrives (the file is streamed)."""
         self.state = "collecting"
         self._changed()
-        outcomes = {o.custom_id: o for o in await self.service.results(status)}
+        waiting = {r.custom_id: r for r in self.items if r.status == "running" and r.custom_id}
         collected = []
-        for result in self.items:
-            if result.status != "running":
-                continue
-            outcome = outcomes.get(result.custom_id or "")
-            if outcome is not None and outcome.cancelled:  # never ran: stopped, not failed
-                self._finish(result, "stopped", time.perf_counter())
-                continue
-            if outcome is None:
-                reason = "stopped" if status.state in ("cancelled", "expired") else "failed"
-                if reason == "failed":
-                    result.error = ProviderError(
-                        f"the batch `{self.batch_id}` ended ({status.state}) without a result "
-                        "for this item",
-                        provider=self.service.endpoint.name,
-                    )
-                self._finish(result, reason, time.perf_counter())
-                continue
-            await self._record_outcome(result, outcome)
-            collected.append(result.index)
+        async with aclosing(self.service.results(status)) as outcomes:
+            async for outcome in outcomes:
+                result = waiting.pop(outcome.custom_id, None)
+                if result is None:  # not one of ours, or a repeated line
+                    continue
+                if outcome.cancelled:  # never ran: stopped, not failed
+                    self._finish(result, "stopped", time.perf_counter())
+                    continue
+                await self._record_outcome(result, outcome)
+                collected.append(result.index)
+        for result in sorted(waiting.values(), key=lambda r: r.index):
+            reason = "stopped" if status.state in ("cancelled", "expired") else "failed"
+            if reason == "failed":
+                result.error = ProviderError(
+                    f"the batch `{self.batch_id}` ended ({status.state}) without a result "
+                    "for this item",
+                    provider=self.service.endpoint.name,
+                )
+            self._finish(result, reason, time.perf_counter())
         self.remote = None
         if self._record is not None:
             self._record["state"] = "collected"
@@ -327,6 +358,7 @@ class ProviderRun(BatchRun):
 
     def retry(self) -> BatchRun:
         self.batch_id, self._record, self._cancel_sent = None, None, False
+        self._gave_up = False
         return super().retry()
 
     # -- progress ----------------------------------------------------------------------------------
@@ -404,6 +436,7 @@ def resume_batch(
     *,
     model: Any = None,
     poll_interval: float | None = None,
+    poll_timeout: float | None = None,
     **kwargs: Any,
 ) -> ProviderRun:
     """Rebuild the run of a saved provider batch in ``session`` and start watching it."""
@@ -432,7 +465,7 @@ def resume_batch(
         kind="list",
     )
     _check_operation(run.operation)
-    run._setup(poll_interval)
+    run._setup(poll_interval, poll_timeout)
     run.batch_id, run.batch_ids, run._record = record["batch_id"], [record["batch_id"]], record
     base_len = len(source.messages)
     for result, entry in zip(run.items, entries, strict=True):
@@ -532,4 +565,14 @@ def _interval(value: Any) -> float:
         return DEFAULT_POLL_INTERVAL
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
         raise ConfigurationError(f"`poll_interval={value!r}`: give seconds between polls (> 0).")
+    return float(value)
+
+
+def _seconds(value: Any, name: str, default: float) -> float:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1e9:
+        raise ConfigurationError(
+            f"`{name}={value!r}`: give how many seconds to wait for the batch to end (> 0)."
+        )
     return float(value)

@@ -337,7 +337,7 @@ class Session(Element):
         registered name, or an async ``f(branch, prompt)``), ``branch``, ``model``,
         ``concurrency``, ``column``,
         ``price``, ``name``, ``via`` (``"live"`` or ``"batch"``: the provider's batch API,
-        with ``poll_interval``); the rest go to the operation."""
+        with ``poll_interval`` and ``poll_timeout``); the rest go to the operation."""
         from .batch import start_map
 
         return start_map(self, items, instruction, **kwargs)
@@ -352,7 +352,8 @@ class Session(Element):
     def resume_batch(self, batch_id: str, **kwargs: Any) -> Any:
         """Take up a provider batch submitted earlier (in this kernel or before a restart)
         by its id: polls it and records its results on its items' branches, rebuilt in this
-        session when they are not here. Keywords: ``poll_interval``, ``response_format``."""
+        session when they are not here. Keywords: ``poll_interval``, ``poll_timeout``,
+        ``response_format``."""
         from .batch_api import resume_batch
 
         return resume_batch(self, batch_id, **kwargs)

@@ -1,6 +1,10 @@
 """A batch run in a real JupyterLab, driven in Chromium: ``%%lion --map`` shows its progress
 live (the bar and the counts grow), **Stop** ends it and the kernel answers, **Retry failed**
 finishes it; ``%%lion --compare`` shows the answers side by side. No request leaves 127.0.0.1.
+
+The items answer when the test lets them -- a file it writes next to the notebook -- so the
+counts it reads (8, then 16, then Stop with 24 unfinished) do not depend on how fast a loaded
+machine runs the kernel or the browser.
 """
 
 from __future__ import annotations
@@ -23,11 +27,15 @@ pytestmark = pytest.mark.browser
 
 SETUP = """\
 %load_ext lion_nb
-import asyncio
+import asyncio, pathlib
 from lion_nb import iModel
 
 async def steady(messages, **request):
-    await asyncio.sleep(0.4)
+    # items 0-7 answer at once, 8-15 once the test writes `go-8`, the rest after `go-rest`
+    n = int(messages[-1]["content"].split()[-1])
+    gate = None if n < 8 else pathlib.Path("go-8" if n < 16 else "go-rest")
+    while gate is not None and not gate.exists():
+        await asyncio.sleep(0.05)
     return "done: " + messages[-1]["content"]
 
 steady_model = iModel(provider="offline", model="function", function=steady)
@@ -45,8 +53,18 @@ def _done(output) -> int:
     return int(match.group(1)) if match else -1
 
 
+def _wait_done(output, page, count: int, guard: float = 60) -> int:
+    """Wait until the live view shows ``count`` done (``guard`` only stops a hang)."""
+    deadline = time.monotonic() + guard
+    while time.monotonic() < deadline and _done(output) < count:
+        page.wait_for_timeout(100)
+    return _done(output)
+
+
 def test_map_progress_stop_and_compare(lab_page, jupyter_server, page_log):
     page = lab_page
+    for name in ("go-8", "go-rest"):
+        (jupyter_server.root / name).unlink(missing_ok=True)
     notebook = new_notebook(
         SETUP, MAP, 'print("unfinished:", sum(x is None for x in first))', COMPARE, COMPARE_CELL
     )
@@ -56,16 +74,10 @@ def test_map_progress_stop_and_compare(lab_page, jupyter_server, page_log):
     run_cell(page, 1, wait=False)
     out = cell_output(page, 1)
     out.locator(".lnb-progress").first.wait_for(timeout=30_000)
-    seen: list[int] = []
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and (not seen or seen[-1] < 16):
-        done = _done(out)
-        if done >= 0 and (not seen or done != seen[-1]):
-            seen.append(done)
-        page.wait_for_timeout(100)
-    print(f"done counts seen in the live view: {seen}")
-    assert len(seen) >= 3 and seen == sorted(seen)  # it grew while the run went on
+    assert _wait_done(out, page, 8) == 8  # the first eight, while the others wait
     assert "in flight" in out.locator(".lnb-progress-stats").inner_text()
+    (jupyter_server.root / "go-8").write_text("")
+    assert _wait_done(out, page, 16) == 16  # it grew while the run went on
     width = out.locator(".lnb-progress-done").evaluate("e => e.style.width")
     assert width.endswith("%") and float(width[:-1]) > 0
     screenshot(page, "lab-batch-progress", element=out)
@@ -81,13 +93,11 @@ def test_map_progress_stop_and_compare(lab_page, jupyter_server, page_log):
     assert "stopped" in out.inner_text()  # the results table marks the stopped items
     run_cell(page, 2)
     unfinished = int(re.search(r"unfinished: (\d+)", cell_output(page, 2).inner_text()).group(1))
-    assert 0 < unfinished < 40
+    assert unfinished == 24  # items 16-39 were waiting when Stop was clicked
 
+    (jupyter_server.root / "go-rest").write_text("")
     out.locator(".lnb-progress-retry").click()  # the run goes on, in the background
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and _done(out) < 40:
-        page.wait_for_timeout(200)
-    assert _done(out) == 40
+    assert _wait_done(out, page, 40) == 40
     assert not out.locator(".lnb-progress-retry").is_visible()
     screenshot(page, "lab-batch-finished", element=out)
 

@@ -108,10 +108,15 @@ def test_closing_a_session_leaves_nothing_running(fakes, http_fake):
     assert state["tasks"] == set()
     assert state["delivered"] == 4  # every slow observer was awaited, not dropped
     assert isinstance(state["busy_error"], CLIError)
-    assert state["took"] < 5.0
-    time.sleep(0.2)  # threads that drained the CLIs' stderr end with their pipes
-    left = [t.name for t in set(threading.enumerate()) - threads_before if t.is_alive()]
-    assert left == []
+    assert state["took"] < 30  # the busy agent never ends by itself; a guard only
+
+    def left() -> list[str]:
+        return [t.name for t in set(threading.enumerate()) - threads_before if t.is_alive()]
+
+    deadline = time.monotonic() + 30  # threads that drained the CLIs' stderr end with their pipes
+    while left() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert left() == []
 
 
 def test_close_outside_an_event_loop_closes_the_pools(http_fake):
@@ -130,9 +135,9 @@ def test_close_outside_an_event_loop_closes_the_pools(http_fake):
     assert model.endpoint._http._client is None
 
 
-def gone_without_yielding(pids: list[int], seconds: float = 2.0) -> bool:
-    """Whether the processes end within ``seconds``, polled without giving the event loop a
-    turn (so nothing scheduled can be what stopped them)."""
+def gone_without_yielding(pids: list[int], seconds: float = 30.0) -> bool:
+    """Whether the processes end within ``seconds`` (a guard against a hang), polled without
+    giving the event loop a turn (so nothing scheduled can be what stopped them)."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if not any(alive(pid) for pid in pids):

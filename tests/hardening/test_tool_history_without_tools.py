@@ -11,6 +11,7 @@ from the prompt and refuse ``tools`` and ``tool_choice`` outright.
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import anyio
@@ -336,3 +337,70 @@ def test_tool_history_is_a_model_setting(http_fake):
     assert "tool_history" not in openai_model(http_fake).to_dict()["endpoint"]
     with pytest.raises(ConfigurationError, match="tool_history"):
         openai_model(http_fake, tool_history="prose")
+
+
+# -- llama.cpp: the text form in requests that offer tools again --------------------------------
+def assert_text_history(body: dict, *recalled: str) -> None:
+    """The request carries no native tool message, and the earlier calls and results as text."""
+    messages = body["messages"]
+    assert all(m["role"] != "tool" and "tool_calls" not in m for m in messages), messages
+    text = "\n".join(str(m.get("content")) for m in messages)
+    for fragment in recalled:
+        assert fragment in text, (fragment, text)
+    roles = [m["role"] for m in messages if m["role"] != "system"]
+    assert all(a != b for a, b in itertools.pairwise(roles)), roles  # alternating
+
+
+def test_llamacpp_keeps_the_tool_history_as_text_in_a_second_operate_with_tools(http_fake):
+    http_fake.push_json(openai_tool_call())
+    http_fake.push_json(openai_tool_call())
+    model = iModel(provider="llamacpp", model="m", base_url=http_fake.openai_url)
+    branch = Branch(chat_model=model)
+
+    async def main():
+        try:
+            await branch.operate(instruction="Weather in Oslo?", tools=[get_weather])
+            await branch.operate(instruction="And again?", tools=[get_weather])
+        finally:
+            await model.aclose()
+
+    anyio.run(main)
+    first, second = (r.body for r in http_fake.requests)
+    assert first["tools"] and second["tools"]  # both offer the tool natively
+    assert_text_history(second, 'get_weather({"city": "Oslo"})', "18 °C and clear in Oslo")
+    assert second["messages"][-1]["role"] == "user"
+
+
+def test_every_react_round_on_llamacpp_carries_the_earlier_rounds_as_text(http_fake):
+    from tests.fakes.http_server import Script
+
+    offered = []
+
+    def server(rec):
+        body = rec.body
+        if body.get("tools"):  # a round: call the tool
+            offered.append(body)
+            return Script(body=openai_tool_call())
+        if body.get("response_format"):  # a round's analysis: extend once
+            more = len(offered) < 2
+            analysis = {"analysis": "Oslo is mild.", "extension_needed": more}
+            return Script(body=openai_text(json.dumps(analysis)))
+        return Script(body=openai_text("Oslo: 18 °C and clear."))
+
+    http_fake.routes.append(server)
+    model = iModel(provider="llamacpp", model="m", base_url=http_fake.openai_url)
+    branch = Branch(chat_model=model)
+
+    async def main():
+        try:
+            return await branch.ReAct(
+                {"instruction": "Weather in Oslo?"}, tools=[get_weather], max_extensions=2
+            )
+        finally:
+            await model.aclose()
+
+    assert anyio.run(main) == "Oslo: 18 °C and clear."
+    assert len(offered) == 2  # two rounds offered the tool
+    assert_text_history(offered[1], 'get_weather({"city": "Oslo"})', "18 °C and clear in Oslo")
+    for rec in http_fake.requests[1:]:  # every request after the first tool call
+        assert_text_history(rec.body, "18 °C and clear in Oslo")

@@ -129,6 +129,27 @@ def test_none_without_the_file_says_so(server, tmp_path):
     assert "does not exist" in str(info.value) and not server.requests
 
 
+def test_a_miss_says_what_a_live_call_to_this_model_needs(server, tmp_path, monkeypatch):
+    """A keyless local server needs to be running, not a key; a hosted API needs its key."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    missing = tmp_path / "missing.jsonl"
+    local = iModel(provider="llamacpp", model="m", base_url=server.openai_url)
+    with cassette(missing, mode="none"), pytest.raises(CassetteError) as info:
+        ask(local, "Hi")
+    message = str(info.value)
+    assert "key" not in message
+    assert f"make sure the server at `{server.openai_url}` is running" in message
+    hosted = iModel(provider="openai", model="gpt-4o-mini")
+    with cassette(missing, mode="none"), pytest.raises(CassetteError) as info:
+        ask(hosted, "Hi")
+    assert "set the provider's key (`OPENAI_API_KEY`)" in str(info.value)
+    keyed = model(server, api_key="sk-test-cassette-0123456789")
+    with cassette(missing, mode="none"), pytest.raises(CassetteError) as info:
+        ask(keyed, "Hi")
+    assert "key" not in str(info.value) and "To record it, use mode `new`" in str(info.value)
+    assert not server.requests
+
+
 def test_identical_requests_replay_in_recorded_order_then_the_last_repeats(server, tmp_path):
     path = tmp_path / "c.jsonl"
     answers(server, "first", "second")
@@ -336,6 +357,40 @@ def test_a_malformed_line_is_named(tmp_path):
         ({"kind": "batch", "request": {}, "results": []}, "`batch`"),
         ({"kind": "batch", "request": {}, "batch": {"id": "b", "state": "ended"}}, "`results`"),
         ({"kind": "tape", "request": {}}, "`kind` is one of chat, run, batch"),
+        ({"kind": "chat", "request": {}, "response": {"text": 5}}, "`response.text`"),
+        ({"kind": "chat", "request": {}, "response": {"tool_calls": "abc"}}, "`response.tool_c"),
+        (
+            {"kind": "chat", "request": {}, "response": {"tool_calls": [{"id": "c1"}]}},
+            "`response.tool_calls[0].name`",
+        ),
+        (
+            {
+                "kind": "chat",
+                "request": {},
+                "response": {"tool_calls": [{"id": "c1", "name": "w"}]},
+            },
+            "`response.tool_calls[0].arguments`",
+        ),
+        (
+            {
+                "kind": "chat",
+                "request": {},
+                "response": {"tool_calls": [{"name": "w", "arguments": {}, "args": 1}]},
+            },
+            "no field `args`",
+        ),
+        ({"kind": "chat", "request": {}, "response": {"tool_calls": [3]}}, "tool_calls[0]`"),
+        ({"kind": "chat", "request": {}, "response": {"usage": []}}, "`response.usage`"),
+        (
+            {"kind": "chat", "request": {}, "response": {"usage": {"input_tokens": "5"}}},
+            "`response.usage.input_tokens`",
+        ),
+        ({"kind": "chat", "request": {}, "response": {"model": 4}}, "`response.model`"),
+        ({"kind": "chat", "request": {}, "response": {}, "stream": "yes"}, "`stream`"),
+        (
+            {"kind": "batch", "request": {}, "batch": {"id": "b", "state": "ended", "total": "2"}},
+            "`batch.total`",
+        ),
     ],
 )
 def test_a_hand_edited_line_fails_on_opening_naming_the_field(tmp_path, line, named):
@@ -349,6 +404,39 @@ def test_a_hand_edited_line_fails_on_opening_naming_the_field(tmp_path, line, na
         Cassette(path)
     assert "line 2, is not a recorded exchange" in str(info.value)
     assert named in str(info.value) and "mode `all`" in str(info.value)
+
+
+def test_a_line_nested_too_deeply_is_named_on_opening(tmp_path):
+    path = tmp_path / "c.jsonl"
+    good = {"kind": "chat", "request": {"model": "m"}, "response": {"text": "ok"}}
+    path.write_text(json.dumps(good) + "\n" + "[" * 100_000 + "]" * 100_000 + "\n")
+    with pytest.raises(CassetteError, match="line 2, is not a recorded exchange") as info:
+        Cassette(path)
+    assert "nested too deeply" in str(info.value)
+
+
+def test_a_line_with_null_fields_passes_the_check_and_replays(server, tmp_path):
+    """What the open-time check lets through is what replay can read: nulls and missing
+    optional fields replay as an empty answer, a well-formed tool call as itself."""
+    path = tmp_path / "c.jsonl"
+    answers(server, "Paris.")
+    with cassette(path):
+        ask(model(server), "Capital of France?")
+    [line] = lines(path)
+    call = {"id": "c1", "name": "w", "arguments": {"x": 1}}
+    line["response"] = {"text": None, "tool_calls": [call], "usage": None, "model": None}
+    path.write_text(json.dumps(line) + "\n")
+    m = model(server)
+
+    async def main():
+        return await m.invoke(ChatRequest(messages=line["request"]["messages"]))
+
+    with cassette(path, mode="none"):
+        result = anyio.run(main)
+    assert result.error is None, result.error
+    assert result.response.text == "" and result.response.tool_calls[0].name == "w"
+    assert result.response.tool_calls[0].arguments == {"x": 1}
+    assert len(server.requests) == 1
 
 
 # -- CLI endings -------------------------------------------------------------------------------

@@ -124,18 +124,18 @@ def test_delay_paces_chunks_and_a_slow_turn_can_be_cancelled():
     assert len(run(model)) == 4
     assert time.perf_counter() - start >= 0.08
 
-    slow = iModel("offline_cli/auto", delay=1.0)
+    slow = iModel("offline_cli/auto", delay=3600)  # ends only if cancelled
 
-    async def main() -> tuple[list[str], float]:
+    async def main() -> list[str]:
         seen: list[str] = []
-        start = time.perf_counter()
-        with anyio.move_on_after(0.05):
-            async for chunk in slow.stream_cli(CLIRequest(prompt="p")):
-                seen.append(chunk.type)
-        return seen, time.perf_counter() - start
+        with anyio.fail_after(60):  # a guard against a hang, not a timing check
+            with anyio.CancelScope() as scope:
+                async for chunk in slow.stream_cli(CLIRequest(prompt="p")):
+                    seen.append(chunk.type)
+                    scope.cancel()  # while the turn waits for its next chunk
+        return seen
 
-    seen, elapsed = anyio.run(main)
-    assert seen == ["system"] and elapsed < 0.5
+    assert anyio.run(main) == ["system"]
 
 
 @pytest.mark.parametrize(

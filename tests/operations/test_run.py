@@ -461,34 +461,33 @@ def _slow_turn(n: int = 8) -> list[dict]:
 
 
 def test_timeout_is_one_absolute_deadline_for_the_whole_stream():
-    # every gap (0.2 s) is far below the deadline; the whole stream (1.4 s) is not
-    branch = make_branch(_slow_turn(), delay=0.2, timeout=0.7)
+    # every gap (0.2 s) is far below the deadline; the whole stream (a minute) is not
+    branch = make_branch(_slow_turn(300), delay=0.2, timeout=1.0)
     seen = watch(branch)
     start = time.monotonic()
     with pytest.raises(ProviderTimeoutError) as info:
         collect(branch)
     elapsed = time.monotonic() - start
     assert isinstance(info.value, TimeoutError)
-    assert 0.6 <= elapsed < 1.3, elapsed  # the whole stream would take 1.4 s
-    assert "timeout=0.7" in str(info.value)
+    assert 0.9 <= elapsed < 30, elapsed  # the deadline, not the minute; a guard only
+    assert "timeout=1.0" in str(info.value) or "timeout=1" in str(info.value)
     received = branch.messages[-1]
-    assert isinstance(received, AssistantResponse) and received.response.startswith("part 0 part 1")
+    assert isinstance(received, AssistantResponse) and received.response.startswith("part 0 ")
     assert [type(s) for s in seen] == [RunStart, RunFailed]
     assert seen[1].error is info.value
 
 
 def test_call_options_override_the_model_timeout():
-    branch = make_branch(_slow_turn(), delay=0.2, timeout=60)
+    # the model's deadline is an hour, the stream a minute: only the call's 0.3 s can end it
+    branch = make_branch(_slow_turn(300), delay=0.2, timeout=3600)
 
     async def main():
         async with aclosing(branch.run("x", timeout=0.3)) as stream:
             async for _ in stream:
                 pass
 
-    start = time.monotonic()
     with pytest.raises(TimeoutError):
         anyio.run(main)
-    assert time.monotonic() - start < 1.0  # the whole stream would take 1.4 s
 
 
 @pytest.mark.parametrize("timeout", [None, 0, -1, "0.05", [0.05], float("nan")])
@@ -597,20 +596,19 @@ def test_close_failure_is_logged_and_never_replaces_the_error(caplog):
 
 
 def test_cancelled_run_records_partial_text():
-    # chunks arrive every 0.5 s (system, "partial answer", " never", ...); cancelled at 0.75 s
+    # chunks arrive every 1 s (system, "partial answer", " never", ...); cancelled at 1.5 s,
+    # half a second from either chunk
     turn = [text("partial answer", True), *[text(" never", True)] * 3, result()]
-    branch = make_branch(turn, delay=0.5)
+    branch = make_branch(turn, delay=1.0)
     seen = watch(branch)
 
     async def main():
-        with anyio.move_on_after(0.75):
+        with anyio.move_on_after(1.5):
             async with aclosing(run(branch, "x", RunParam())) as stream:
                 async for _ in stream:
                     pass
 
-    start = time.monotonic()
-    anyio.run(main)
-    assert time.monotonic() - start < 1.2
+    anyio.run(main)  # ends at the cancel: no deadline of its own ended it earlier
     last = branch.messages[-1]
     assert isinstance(last, AssistantResponse)
     assert last.response == "partial answer" and last.metadata["partial"] is True

@@ -171,7 +171,7 @@ def test_hanging_cli_times_out_and_leaves_no_process(fakes):
     with pytest.raises(TimeoutError):
         run_all(branch)
     elapsed = time.monotonic() - start
-    assert elapsed < 3.0, elapsed
+    assert elapsed < 30, elapsed  # the 2 s deadline, not the hang; a guard only
     (record,) = fakes.records()
     assert record["child_pid"]
     assert not alive(record["pid"])
@@ -196,11 +196,9 @@ def test_consumer_stopping_after_its_first_answer_stops_the_cli(fakes):
                     break
         state["alive_after"] = alive(state["pid"])
 
-    start = time.monotonic()
     anyio.run(main)
     assert state["alive_at_stop"] is True
-    assert state["alive_after"] is False
-    assert time.monotonic() - start < 2.5
+    assert state["alive_after"] is False  # left running, it would print for seconds more
     assert shape(branch.messages) == [
         "Instruction", "AssistantResponse", "ActionRequest", "ActionResponse"
     ]  # fmt: skip

@@ -337,3 +337,26 @@ def test_cli_agents_get_a_fresh_session_per_item():
     models = [r.branch.chat_model for r in run.items]
     assert models[0] is not agent and models[1] is not agent and models[0] is not models[1]
     assert agent.provider_session_id == "shared-before"  # the user's agent is untouched
+
+
+def test_concurrency_reports_what_the_models_limit_allows():
+    async def play(messages, **_request):
+        return "ok"
+
+    def limited(limit):
+        return iModel(provider="offline", model="function", function=play, concurrency_limit=limit)
+
+    session = session_with(limited(2))
+
+    async def main():
+        runs = [
+            session.map(["a", "b", "c"], "{item}", concurrency=10),  # above the limit
+            session.map(["a"], "{item}"),  # the limit is the default
+            session.map(["a"], "{item}", concurrency=1),  # below it
+            session.map(["a"], "{item}", concurrency=10, model=limited(3)),  # the run's model
+        ]
+        for run in runs:
+            await run
+        return [run.concurrency for run in runs]
+
+    assert anyio.run(main) == [2, 2, 1, 3]

@@ -28,6 +28,7 @@ made of are not known to this process.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio.lowlevel
@@ -66,7 +67,7 @@ class CassetteBatches:
 
         normalized = batch_request(self.imodel, requests)
         label = f"{self.imodel.provider}/{self.imodel.model}"
-        entry = self.tape.take("batch", normalized, label)
+        entry = self.tape.take("batch", normalized, label, self.imodel)
         if entry is not None:
             recorded = entry.data()
             await anyio.lowlevel.checkpoint()  # a replay is a call: it yields
@@ -92,18 +93,23 @@ class CassetteBatches:
         await anyio.lowlevel.checkpoint()
         return status_from_json(recorded["batch"])
 
-    async def results(self, status: Any) -> list[Any]:
+    async def results(self, status: Any) -> AsyncIterator[Any]:
+        """The outcomes, as the service yields them; a live batch's lines are kept (the
+        exchange is their list) and written once the last one has been read."""
         recorded = self._replayed(status.id)
         if recorded is not None:
             await anyio.lowlevel.checkpoint()
-            lines = recorded["results"]
-        else:
-            lines = await self.service.result_lines(status)
-            normalized = self._recording.pop(status.id, None)
-            if normalized is not None:
-                payload = {"batch": status_to_json(status), "results": lines}
-                self.tape.record("batch", normalized, payload)
-        return [self.service._outcome(line) for line in lines]
+            for line in recorded["results"]:
+                yield self.service.outcome(line)
+            return
+        lines: list[dict[str, Any]] = []
+        async for line in self.service.result_lines(status):
+            lines.append(line)
+            yield self.service.outcome(line)
+        normalized = self._recording.pop(status.id, None)
+        if normalized is not None:
+            payload = {"batch": status_to_json(status), "results": lines}
+            self.tape.record("batch", normalized, payload)
 
     def _replayed(self, batch_id: str) -> dict[str, Any] | None:
         """The recorded exchange of ``batch_id``; ``None`` when it runs live."""

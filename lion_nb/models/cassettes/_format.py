@@ -211,10 +211,12 @@ def check(data: Any) -> tuple[str, dict[str, Any], list[StreamChunk] | None]:
         raise ValueError("`request` is an object")
     chunks = None
     if kind == "chat":
-        _expect(data, "response", dict, "an object")
+        _check_response(_expect(data, "response", dict, "an object"))
         deltas = data.get("deltas", [])
         if not isinstance(deltas, list) or not all(isinstance(d, str) for d in deltas):
             raise ValueError("`deltas` is a list of strings")
+        if not isinstance(data.get("stream", False), bool):
+            raise ValueError("`stream` is true or false")
     elif kind == "run":
         events = _expect(data, "events", list, "a list")
         from pydantic import ValidationError
@@ -231,10 +233,53 @@ def check(data: Any) -> tuple[str, dict[str, Any], list[StreamChunk] | None]:
         batch = _expect(data, "batch", dict, "an object")
         if not isinstance(batch.get("id"), str) or not isinstance(batch.get("state"), str):
             raise ValueError("`batch` has an `id` and a `state` (strings)")
+        for name in ("total", "succeeded", "failed"):
+            _optional(batch, name, int, "a whole number", where="batch.")
         results = _expect(data, "results", list, "a list")
         if not all(isinstance(line, dict) for line in results):
             raise ValueError("`results` is a list of objects")
     return kind, request, chunks
+
+
+_CALL_FIELDS = frozenset({"id", "name", "arguments"})
+
+
+def _check_response(response: dict[str, Any]) -> None:
+    """Every field `response_from_json` reads has the type a live answer gives it."""
+    for name in ("text", "model", "finish_reason", "request_id"):
+        _optional(response, name, str, "a string", where="response.")
+    usage = _optional(response, "usage", dict, "an object", where="response.") or {}
+    for name, value in usage.items():
+        if name.endswith("_tokens") and value is not None and not _whole(value):
+            raise ValueError(f"`response.usage.{name}` is a whole number")
+    calls = _optional(response, "tool_calls", list, "a list", where="response.") or []
+    for i, call in enumerate(calls):
+        where = f"response.tool_calls[{i}]"
+        if not isinstance(call, dict):
+            raise ValueError(f"`{where}` is an object with `id`, `name` and `arguments`")
+        if extra := sorted(set(call) - _CALL_FIELDS):
+            raise ValueError(f"`{where}` has no field `{extra[0]}` (only id, name, arguments)")
+        if not isinstance(call.get("name"), str) or not call["name"]:
+            raise ValueError(f"`{where}.name` is the tool's name (a string)")
+        if not isinstance(call.get("arguments"), dict):
+            raise ValueError(f"`{where}.arguments` is an object")
+        if not isinstance(call.get("id"), str):
+            raise ValueError(f"`{where}.id` is a string")
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _optional(data: dict[str, Any], key: str, kind: type, what: str, *, where: str = "") -> Any:
+    """``data[key]``, which may be missing or null, else must be a ``kind``."""
+    value = data.get(key)
+    wrong = value is not None and (
+        not isinstance(value, kind) or (kind is int and isinstance(value, bool))
+    )
+    if wrong:
+        raise ValueError(f"`{where}{key}` is {what}")
+    return value
 
 
 def _expect(data: dict[str, Any], key: str, kind: type, what: str) -> Any:

@@ -50,7 +50,7 @@ async def complete(
 ) -> Any:
     """The `ModelResponse` for ``request``: replayed, or from ``live`` and recorded."""
     normalized = api_request(imodel, request)
-    entry = tape.take("chat", normalized, _label(imodel))
+    entry = tape.take("chat", normalized, _label(imodel), imodel)
     if entry is not None:
         recorded = entry.data()
         await anyio.lowlevel.checkpoint()  # a replay is a call: it yields, and can be cancelled
@@ -88,7 +88,7 @@ def stream(
 ) -> AsyncGenerator[Any, None]:
     """The chunks of one CLI turn: replayed, or from ``live`` and recorded at its end."""
     normalized = cli_request(imodel, request)
-    entry = tape.take("run", normalized, _label(imodel))
+    entry = tape.take("run", normalized, _label(imodel), imodel)
     if entry is not None:
         return _replay(imodel, _steps(entry))
     return _record(tape, normalized, live(request))

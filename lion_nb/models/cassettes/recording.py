@@ -43,7 +43,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...errors import LionError
+from ...errors import AuthenticationError, LionError
+from ..secrets import redact
 from ..stream import StreamChunk
 from ._diff import describe, nearest
 from ._format import canonical, check, clean, encode_line
@@ -165,13 +166,20 @@ class Cassette:
                     continue
                 try:
                     kind, request, chunks = check(json.loads(line))
-                except ValueError as exc:  # a JSON syntax error is a ValueError too
-                    detail = str(exc) if type(exc) is ValueError else f"{type(exc).__name__}: {exc}"
+                    key = canonical(kind, request)
+                except (ValueError, RecursionError) as exc:  # JSON syntax errors are ValueErrors
+                    detail = (
+                        "nested too deeply"
+                        if isinstance(exc, RecursionError)
+                        else str(exc)
+                        if type(exc) is ValueError
+                        else f"{type(exc).__name__}: {exc}"
+                    )
                     raise CassetteError(
                         f"Cassette `{self.path}`, line {number}, is not a recorded exchange "
                         f"({detail}). Fix the line, or re-record the file with mode `all`."
                     ) from None
-                self._add(Recording(canonical(kind, request), kind, request, line, number, chunks))
+                self._add(Recording(key, kind, request, line, number, chunks))
 
     def _read_lines(self) -> list[str]:
         if not self.path.is_file():
@@ -183,10 +191,13 @@ class Cassette:
         self._by_key.setdefault(entry.key, []).append(entry)
 
     # -- using ---------------------------------------------------------------------------------
-    def take(self, kind: str, request: dict[str, Any], label: str) -> Recording | None:
+    def take(
+        self, kind: str, request: dict[str, Any], label: str, model: Any = None
+    ) -> Recording | None:
         """The recording that answers ``request``, or ``None`` when the provider is to be
         called and the exchange recorded. Raises `CassetteError` when the mode allows
-        neither. ``label`` names the model in messages."""
+        neither. ``label`` names the model in messages; ``model`` (the `iModel`) lets them
+        say what a live call needs."""
         key = canonical(kind, request)
         mode = self.effective_mode
         if mode == "all" or (mode == "once" and not self.existed):
@@ -202,7 +213,7 @@ class Cassette:
             elif mode == "new":
                 return None
             else:
-                raise CassetteError(self._no_match(kind, request, label, mode))
+                raise CassetteError(self._no_match(kind, request, label, mode, model))
             self.replayed += 1
         return entry
 
@@ -246,14 +257,17 @@ class Cassette:
             self._played[entry.key] = len(self._by_key[entry.key])  # consumed by this call
             self.recorded += 1
 
-    def _no_match(self, kind: str, request: dict[str, Any], label: str, mode: str) -> str:
+    def _no_match(
+        self, kind: str, request: dict[str, Any], label: str, mode: str, model: Any = None
+    ) -> str:
         forced = f", forced by `{ENV_MODE}`" if mode != self.mode else ""
         head = (
             f"No recording in cassette `{self.path}` answers this request to `{label}` "
             f"(mode `{mode}`{forced}: replay only)."
         )
+        need = live_call_needs(model)
         how = (
-            "To record it, set the provider's key and use mode `new` (keep the other "
+            f"To record it, {need + ' and ' if need else ''}use mode `new` (keep the other "
             f"recordings) or `all` (re-record the file): `%lion cassette {self.path} --mode new`"
             f', or `cassette("{self.path}", mode="new")` in code.'
         )
@@ -268,3 +282,25 @@ class Cassette:
             f"{head} The nearest recorded request (line {line}) differs in:\n"
             f"{describe(found)}\n{how}"
         )
+
+
+def live_call_needs(model: Any) -> str:
+    """What a live call to ``model`` needs, as a clause of the no-recording message: the key
+    for a hosted API, a running server for a keyless (local) one, a working CLI for an
+    agent; empty when it needs nothing more (a key is set, an offline model)."""
+    endpoint = getattr(model, "endpoint", None)
+    if endpoint is None:
+        return "set the provider's key" if model is None else ""
+    if endpoint.is_cli:
+        return f"make sure the `{model.provider}` CLI is installed and signed in"
+    resolve = getattr(endpoint, "resolve_key", None)
+    if resolve is None:  # an offline model
+        return ""
+    try:
+        key = resolve()
+    except AuthenticationError:
+        env = getattr(endpoint, "api_key_env", None)
+        return f"set the provider's key (`{env}`)" if env else "set the provider's key"
+    if key is None:  # a server that takes no key
+        return f"make sure the server at `{redact(endpoint.base_url)}` is running"
+    return ""

@@ -23,6 +23,12 @@ becomes the same typed `ProviderError` a live call would raise. States are norma
 ``expired``; results are read for any end state (a cancelled or expired batch keeps what
 it finished).
 
+Results are streamed: `result_lines` reads the provider's file line by line and `results`
+yields one outcome per line, so a result file of any size is never held whole. A line that
+cannot be read (a torn line) is skipped, and its request reported as missing; a line of the
+wrong shape (``"status_code": "abc"``) fails its own request, never the batch. Malformed
+``request_counts`` count as zero: they only feed progress.
+
 A batch goes through the cassette seam like any model call: `batch_service` hands back the
 service behind a `CassetteBatches` when a cassette is in force for the model (recorded or
 replayed as one exchange, `lion_nb.models.cassettes._batches`), and refuses at once when
@@ -32,6 +38,7 @@ replayed as one exchange, `lion_nb.models.cassettes._batches`), and refuses at o
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -109,15 +116,18 @@ class BatchService:
     def _headers(self) -> dict[str, str]:
         return dict(self.endpoint.headers)
 
-    async def _send(self, method: str, url: str, **kwargs: Any) -> httpx.Response:
+    async def _send(
+        self, method: str, url: str, *, stream: bool = False, **kwargs: Any
+    ) -> httpx.Response:
         """One request with the endpoint's key, client, deadline and retry policy (the
-        attempts, backoff and ``retry-after`` of a live call)."""
+        attempts, backoff and ``retry-after`` of a live call). With ``stream``, the body is
+        left unread: the caller reads it and closes the response."""
         http = self.endpoint._http
         auth = self.endpoint.request_auth()
         headers = self._headers()
         for attempt in range(http.max_retries + 1):
             try:
-                return await self._once(method, url, headers, auth, kwargs)
+                return await self._once(method, url, headers, auth, kwargs, stream)
             except ProviderError as exc:
                 if not getattr(exc, "retryable", False):
                     raise
@@ -128,15 +138,20 @@ class BatchService:
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     async def _once(
-        self, method: str, url: str, headers: dict[str, str], auth: Any, kwargs: dict[str, Any]
+        self,
+        method: str,
+        url: str,
+        headers: dict[str, str],
+        auth: Any,
+        kwargs: dict[str, Any],
+        stream: bool = False,
     ) -> httpx.Response:
         http = self.endpoint._http
         name = self.endpoint.name
         try:
             with anyio.fail_after(http.timeout):
-                response = await http.client.request(
-                    method, url, headers=headers, auth=auth, **kwargs
-                )
+                request = http.client.build_request(method, url, headers=headers, **kwargs)
+                response = await http.client.send(request, auth=auth, stream=stream)
         except (httpx.TimeoutException, TimeoutError) as exc:
             error: ProviderError = ProviderTimeoutError(
                 f"no answer from the batch service within {http.timeout:g} s (`timeout=`)",
@@ -150,6 +165,9 @@ class BatchService:
             )
             raise tag(error, retryable=True) from exc
         if response.status_code >= 400:
+            if stream:
+                await response.aread()
+                await response.aclose()
             raise error_from_response(name, response, key_hint=self.endpoint.key_hint)
         return response
 
@@ -194,33 +212,45 @@ class BatchService:
     async def cancel(self, batch_id: str) -> BatchStatus:
         raise NotImplementedError
 
-    async def result_lines(self, status: BatchStatus) -> list[dict[str, Any]]:
-        """The provider's result lines for an ended batch, as it sent them."""
+    def result_lines(self, status: BatchStatus) -> AsyncIterator[dict[str, Any]]:
+        """The provider's result lines for an ended batch, as it sent them, one at a time."""
         raise NotImplementedError
 
     def _outcome(self, line: dict[str, Any]) -> BatchOutcome:
         raise NotImplementedError
 
-    async def results(self, status: BatchStatus) -> list[BatchOutcome]:
-        """One outcome per result line of an ended batch."""
-        return [self._outcome(line) for line in await self.result_lines(status)]
+    def outcome(self, line: dict[str, Any]) -> BatchOutcome:
+        """The outcome of one result line; a line of the wrong shape fails its request only."""
+        try:
+            return self._outcome(line)
+        except Exception as exc:
+            cid = line.get("custom_id")
+            error = ProviderError(
+                f"the batch's result line for this request is not of the documented shape "
+                f"({type(exc).__name__}: {redact(str(exc))[:200]})",
+                provider=self.endpoint.name,
+            )
+            return BatchOutcome(cid if isinstance(cid, str) else "", error=error)
+
+    async def results(self, status: BatchStatus) -> AsyncIterator[BatchOutcome]:
+        """One outcome per result line of an ended batch, as the lines arrive."""
+        async for line in self.result_lines(status):
+            yield self.outcome(line)
+
+    async def _stream_lines(self, url: str) -> AsyncIterator[dict[str, Any]]:
+        """The JSON object lines of the file at ``url``, read as they arrive."""
+        response = await self._send("GET", url, stream=True)
+        try:
+            async for text in response.aiter_lines():
+                value = _line(text)
+                if value is not None:
+                    yield value
+        finally:
+            await response.aclose()
 
     def decode(self, request: ChatRequest, outcome: BatchOutcome) -> ModelResponse:
         """The `ModelResponse` a live call would have given (or its error, raised)."""
         raise NotImplementedError
-
-    def _lines(self, text: str) -> list[dict[str, Any]]:
-        out = []
-        for line in text.splitlines():
-            if not line.strip():
-                continue
-            try:
-                value = loads(line)
-            except ValueError:
-                continue  # a torn line: its request is reported as missing
-            if isinstance(value, dict):
-                out.append(value)
-        return out
 
 
 class OpenAIBatches(BatchService):
@@ -267,25 +297,23 @@ class OpenAIBatches(BatchService):
         return self._status(await self._json("POST", self._url(f"/batches/{batch_id}/cancel")))
 
     def _status(self, data: dict[str, Any]) -> BatchStatus:
-        counts = data.get("request_counts") or {}
+        counts = _counts(data)
         return BatchStatus(
             id=str(data.get("id") or ""),
             state=_OPENAI_STATES.get(str(data.get("status")), "running"),
-            total=int(counts.get("total") or 0),
-            succeeded=int(counts.get("completed") or 0),
-            failed=int(counts.get("failed") or 0),
+            total=counts.get("total", 0),
+            succeeded=counts.get("completed", 0),
+            failed=counts.get("failed", 0),
             raw=data,
         )
 
-    async def result_lines(self, status: BatchStatus) -> list[dict[str, Any]]:
-        lines: list[dict[str, Any]] = []
+    async def result_lines(self, status: BatchStatus) -> AsyncIterator[dict[str, Any]]:
         for key in ("output_file_id", "error_file_id"):
             file_id = status.raw.get(key)
-            if not file_id:
+            if not file_id or not isinstance(file_id, str):
                 continue
-            response = await self._send("GET", self._url(f"/files/{file_id}/content"))
-            lines += self._lines(response.text)
-        return lines
+            async for line in self._stream_lines(self._url(f"/files/{file_id}/content")):
+                yield line
 
     def _outcome(self, line: dict[str, Any]) -> BatchOutcome:
         cid = str(line.get("custom_id") or "")
@@ -293,11 +321,13 @@ class OpenAIBatches(BatchService):
         rid = response.get("request_id") if isinstance(response, dict) else None
         error = line.get("error")
         name = self.endpoint.name
-        if isinstance(response, dict) and response.get("status_code") == 200 and not error:
+        code = response.get("status_code") if isinstance(response, dict) else None
+        if code is not None and (isinstance(code, bool) or not isinstance(code, int)):
+            raise ValueError(f"`response.status_code` is {code!r:.40}, not an HTTP status")
+        if code == 200 and not error:
             return BatchOutcome(cid, body=response.get("body"), request_id=rid)
-        if isinstance(response, dict) and response.get("status_code"):
-            status = int(response["status_code"])
-            exc = error_from_payload(name, status, response.get("body"), request_id=rid)
+        if code:
+            exc = error_from_payload(name, code, response.get("body"), request_id=rid)
         else:
             exc = error_from_payload(name, None, {"error": error or {}}, request_id=rid)
         return BatchOutcome(cid, error=exc, request_id=rid)
@@ -330,8 +360,7 @@ class AnthropicBatches(BatchService):
         return self._status(await self._json("POST", url))
 
     def _status(self, data: dict[str, Any]) -> BatchStatus:
-        counts = data.get("request_counts") or {}
-        numbers = {k: int(counts.get(k) or 0) for k in counts if isinstance(counts.get(k), int)}
+        numbers = _counts(data)
         state = _ANTHROPIC_STATES.get(str(data.get("processing_status")), "running")
         if state == "ended" and data.get("cancel_initiated_at"):
             state = "cancelled"
@@ -344,13 +373,13 @@ class AnthropicBatches(BatchService):
             raw=data,
         )
 
-    async def result_lines(self, status: BatchStatus) -> list[dict[str, Any]]:
+    async def result_lines(self, status: BatchStatus) -> AsyncIterator[dict[str, Any]]:
         url = self._url(f"/v1/messages/batches/{status.id}/results")
         given = status.raw.get("results_url")
         if isinstance(given, str) and _same_origin(given, self.endpoint.request_url):
             url = given
-        response = await self._send("GET", url)
-        return self._lines(response.text)
+        async for line in self._stream_lines(url):
+            yield line
 
     def _outcome(self, line: dict[str, Any]) -> BatchOutcome:
         cid = str(line.get("custom_id") or "")
@@ -374,6 +403,30 @@ class AnthropicBatches(BatchService):
             raise outcome.error
         answer = self.endpoint._body(request)[2]
         return self.endpoint._response(outcome.body, outcome.request_id, answer)
+
+
+def _line(text: str) -> dict[str, Any] | None:
+    """One result line as an object; ``None`` for a blank or torn line (its request is then
+    reported as missing) or one nested too deeply to read."""
+    if not text.strip():
+        return None
+    try:
+        value = loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _counts(data: dict[str, Any]) -> dict[str, int]:
+    """``request_counts`` as whole numbers; a malformed count (or object) counts as 0."""
+    counts = data.get("request_counts")
+    if not isinstance(counts, dict):
+        return {}
+    return {
+        str(k): v
+        for k, v in counts.items()
+        if isinstance(v, int) and not isinstance(v, bool) and v >= 0
+    }
 
 
 def _same_origin(url: str, base: str) -> bool:

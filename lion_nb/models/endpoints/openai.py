@@ -26,10 +26,12 @@ OpenRouter, Groq and the like: requests go to ``{base_url}/chat/completions``.
   refuses ``tools`` and ``tool_choice`` outright, so the Anthropic remedy (offer the tools
   with ``tool_choice: none``) would break it, and its built-in templates read only role and
   content: the calls vanish from the prompt and the results arrive under a ``tool`` role the
-  template may not know. So with ``tool_history="text"`` (the ``llamacpp`` preset's default,
-  settable per model) a request without tools carries the earlier calls and their results as
-  text in the assistant's turn, user and assistant still alternating; a request that offers
-  tools keeps the native form (the server must run ``--jinja`` to take them). A
+  template may not know. Its tool-calling templates drop them too (``chatml-function-calling``
+  leaves an empty tool line, plain ``chatml`` loses the call and the result), so a request
+  that offers tools again (a second `operate`, every ReAct round) would lose them as well.
+  So with ``tool_history="text"`` (the ``llamacpp`` preset's default, settable per model)
+  every request carries the earlier calls and their results as text in the assistant's
+  turn, user and assistant still alternating, whether it offers tools or not. A
   ``tool_choice`` of ``none`` with no tools is dropped: it is the default then, and servers
   refuse ``tool_choice`` without ``tools``.
 - Servers with no key (Ollama, llama.cpp, LM Studio, or any loopback URL without a key set)
@@ -140,11 +142,10 @@ class OpenAIEndpoint(HTTPEndpoint):
             "messages": _wire_messages(request.messages),
             **options,
         }
-        if not request.tools:
-            if body.get("tool_choice") == "none":  # the default with nothing offered
-                del body["tool_choice"]
-            if self.tool_history == "text":
-                body["messages"] = text_tool_history(body["messages"])
+        if self.tool_history == "text":  # every request, with or without tools offered
+            body["messages"] = text_tool_history(body["messages"])
+        if not request.tools and body.get("tool_choice") == "none":  # the default then
+            del body["tool_choice"]
         if request.tools:
             body["tools"] = request.tools
         if request.response_format:

@@ -40,7 +40,7 @@ def test_hanging_cli_times_out_within_the_deadline_and_is_gone(fake_cli, alive):
         anyio.run(main)
     elapsed = time.monotonic() - start
     assert isinstance(info.value, TimeoutError)
-    assert 1.9 <= elapsed < 3.0, elapsed
+    assert 1.9 <= elapsed < 30, elapsed  # the deadline, not the hang (an hour); a guard only
     assert [c.type for c in seen] == ["system"]
     assert "`claude`" in str(info.value) and "timeout=" in str(info.value)
     (run,) = fake_cli.records()
@@ -154,13 +154,14 @@ def test_cli_ignoring_sigterm_is_killed_after_the_grace(fake_cli, alive):
         return time.monotonic() - start
 
     took = anyio.run(main)
-    assert 0.45 <= took < 2.0, took
+    assert 0.45 <= took < 30, took  # killed after the grace, not left to ignore SIGTERM
     assert not alive(fake_cli.records()[0]["pid"])
 
 
 def test_cli_ignoring_sigterm_past_its_deadline_gets_a_short_grace(fake_cli, alive):
     fake_cli.set(mode="stubborn")
-    model = claude(timeout=2)  # the default grace (2 s) would end this run after ~4 s
+    # a grace of 60 s would end this run after 62 s; past the deadline it is cut to 0.5 s
+    model = claude(timeout=2, terminate_grace=60)
 
     async def main():
         async for _chunk in model.stream_cli(CLIRequest(prompt="x")):
@@ -170,7 +171,7 @@ def test_cli_ignoring_sigterm_past_its_deadline_gets_a_short_grace(fake_cli, ali
     with pytest.raises(TimeoutError):
         anyio.run(main)
     took = time.monotonic() - start
-    assert 1.9 <= took < 3.0, took
+    assert 1.9 <= took < 30, took  # the short grace, not the 60 s one; a guard only
     assert not alive(fake_cli.records()[0]["pid"])
 
 
