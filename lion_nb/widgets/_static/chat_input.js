@@ -19,9 +19,13 @@ function render({ model, el: root }) {
     area.style.height = "auto";
     area.style.height = `${area.scrollHeight + 2}px`;
   }
+  // Values this box sent, until the next submit: the kernel echoes each one back, and an
+  // echo arriving after more was typed must not put the older text back.
+  const sent = new Set();
   function draw() {
-    if (area.value !== model.get("value")) {
-      area.value = model.get("value");
+    const value = model.get("value");
+    if (area.value !== value && !sent.has(value)) {
+      area.value = value;
       fit();
     }
     area.placeholder = model.get("placeholder");
@@ -31,6 +35,7 @@ function render({ model, el: root }) {
     area.setAttribute("aria-disabled", String(busy));
   }
   function sync() {
+    sent.add(area.value);
     model.set("value", area.value);
     model.save_changes();
   }
@@ -51,11 +56,23 @@ function render({ model, el: root }) {
   });
   area.addEventListener("keydown", (event) => {
     if (event.key === "Escape") return stop(event);
-    if (event.key !== "Enter" || event.shiftKey || event.isComposing) return;
+    if (event.key !== "Enter" || event.isComposing) return;
     if (event.altKey || event.ctrlKey || event.metaKey) return;
     event.preventDefault();
+    event.stopPropagation();
+    if (event.shiftKey) {
+      // The line break is made here: in JupyterLab the browser's own one does not arrive
+      // (something outside the widget cancels it).
+      if (area.readOnly) return;
+      area.setRangeText("\n", area.selectionStart, area.selectionEnd, "end");
+      fit();
+      sync();
+      return;
+    }
     if (model.get("disabled")) return;
     sync(); // the value reaches the kernel before the submit does
+    sent.clear(); // from here, a value from the kernel (the box emptied, or the text given
+    // back after a stop) is the kernel's own
     model.send({ event: "submit" });
   });
   // Esc from any other part of the chat (the view, Stop, the picker): on `window`, in the
