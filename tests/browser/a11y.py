@@ -103,6 +103,25 @@ _CONTRAST_JS = r"""(selectors) => {
   return out;
 }"""
 
+# The focus ring of the focused control: its outline's width, and its colour's contrast with
+# the background around the control (the outline is drawn outside it). A tree item draws
+# its ring on its row.
+_RING_JS = (
+    _CONTRAST_JS.split("const out = [];")[0]
+    + r"""
+  let node = document.activeElement;
+  if (!node || !node.closest(selectors.join(','))) return null;
+  if (node.getAttribute('role') === 'treeitem') node = node.querySelector(':scope > .lnb-node');
+  const style = getComputedStyle(node);
+  const width = style.outlineStyle === 'none' ? 0 : parseFloat(style.outlineWidth);
+  const around = background(node.parentElement);
+  return {
+    control: (node.getAttribute('aria-label') || node.textContent || node.tagName).trim().slice(0, 40),
+    width, ratio: Math.round(ratio(over(parse(style.outlineColor), around), around) * 100) / 100,
+  };
+}"""
+)
+
 _PRIVATE_USE = re.compile("[\ue000-\uf8ff]")
 _CONTROL = re.compile(
     r"^\s*- (button|textbox|searchbox|combobox|listbox|treeitem|checkbox|slider|spinbutton)"
@@ -113,6 +132,19 @@ _CONTROL = re.compile(
 def text_contrast(page) -> list[dict]:
     """Every visible text node inside the widgets: text, widget, where, ratio, need."""
     return page.evaluate(_CONTRAST_JS, list(WIDGETS))
+
+
+def focus_rings(page, start, presses: int = 40) -> list[dict]:
+    """Focus ``start`` and press Tab ``presses`` times; the focus ring of each control reached
+    inside a widget (control, width in px, contrast with its surroundings)."""
+    start.focus()
+    rings = []
+    for _ in range(presses):
+        page.keyboard.press("Tab")
+        ring = page.evaluate(_RING_JS, list(WIDGETS))
+        if ring is not None:
+            rings.append(ring)
+    return rings
 
 
 def unnamed_controls(page) -> tuple[list[str], list[str]]:

@@ -21,6 +21,7 @@ import pytest
 from tests.browser.a11y import (
     axe_violations,
     controls_named,
+    focus_rings,
     set_theme,
     text_contrast,
     unnamed_controls,
@@ -110,6 +111,11 @@ def test_the_widgets_tutorial_reads_in_light_and_dark(light_again, jupyter_serve
         assert axe_violations(page) == [], theme
         nameless, glyphs = unnamed_controls(page)
         assert nameless == [] and glyphs == [], theme
+        rings = focus_rings(page, page.locator(".lnb-explorer .lnb-search").first)
+        assert len(rings) >= 20, rings  # the search box, the tree, exports, the view's controls
+        weak = [r for r in rings if r["width"] < 2 or r["ratio"] < 3]
+        print(f"{theme}: {len(rings)} focus rings, lowest {min(r['ratio'] for r in rings)}:1")
+        assert weak == [], theme
         shade = theme.split()[-1].lower()
         for widget in (".lnb-explorer", ".lnb-chat", ".lnb-signals"):
             element = page.locator(widget).first
