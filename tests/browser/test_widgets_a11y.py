@@ -96,6 +96,14 @@ def test_the_widgets_tutorial_reads_in_light_and_dark(light_again, jupyter_serve
     # open a tool call and one message's details, so their text is measured too
     page.locator(".lnb-view .lnb-tool summary").first.click()
     page.locator(".lnb-view .lnb-info").first.click()
+    # press a filter chip: the redraw keeps the focus on it, and its pressed look is measured
+    chip = page.locator(".lnb-signals .lnb-siglog-chip[data-kind=RunEnd]")
+    chip.click()
+    page.wait_for_function(
+        "() => document.activeElement?.matches('.lnb-siglog-chip[data-kind=RunEnd]')"
+        " && document.activeElement.getAttribute('aria-pressed') === 'true'",
+        timeout=10_000,
+    )
 
     minimum = {}
     for theme in ("JupyterLab Light", "JupyterLab Dark"):
@@ -205,8 +213,8 @@ def test_the_chat_from_the_keyboard(lab_page, jupyter_server):
 TURN = "%%lion -b story -m slow\nTell me a very long story."
 
 
-def test_esc_stops_a_streaming_turn_and_keeps_what_came(lab_page, jupyter_server):
-    page = lab_page
+def test_esc_stops_a_streaming_turn_and_keeps_what_came(light_again, jupyter_server):
+    page = light_again
     notebook = new_notebook(SETUP, SLOW, TURN, 'print("after", 6 * 7)')
     open_notebook(page, jupyter_server, "turn-keys.ipynb", notebook)
     run_cell(page, 0)
@@ -214,6 +222,10 @@ def test_esc_stops_a_streaming_turn_and_keeps_what_came(lab_page, jupyter_server
     run_cell(page, 2, wait=False)
     turn = cell_output(page, 2).locator(".lnb-turn").first
     turn.locator(".lnb-turn-text").get_by_text("word5").wait_for(timeout=30_000)
+    for theme in ("JupyterLab Dark", "JupyterLab Light"):  # the running turn, Stop included
+        set_theme(page, theme)
+        measured = [m for m in text_contrast(page) if m["widget"] == "lnb-turn"]
+        assert any(m["where"] == "lnb-stop" for m in measured) and _worst(measured) == [], theme
     turn.locator(".lnb-turn-label").click()  # a click in the turn puts the focus on it
     assert _focus_in(page, ".lnb-turn")
 
@@ -289,6 +301,19 @@ def test_the_explorer_tree_moves_with_the_arrow_keys(lab_page, jupyter_server):
     on("trip")
     assert page.evaluate(active_cell) == before  # JupyterLab's cell selection did not move
     assert tree.get_by_role("treeitem", selected=True).count() == 1
+
+    # forking from a message keeps the focus on "fork from here", now in the fork
+    fork = out.locator('.lnb-view .lnb-entry[data-index="2"] [data-action="fork"]')
+    fork.focus()
+    page.keyboard.press("Enter")
+    tree.get_by_role("treeitem", name="trip/fork-3", selected=True).wait_for(timeout=10_000)
+    page.wait_for_function(
+        "() => document.activeElement?.dataset.action === 'fork'"
+        " && document.activeElement.closest('.lnb-entry').dataset.index === '2'"
+        " && document.querySelector('.lnb-view .lnb-title').textContent === 'trip/fork-3'",
+        timeout=10_000,
+    )
+    tree.get_by_role("treeitem", name="trip", exact=True).locator(":scope > .lnb-node").click()
     run_cell(page, 2)
     assert "selected: trip" in cell_output(page, 2).inner_text()
 
