@@ -11,6 +11,9 @@ front end gets at most ``max_rate`` updates a second however fast messages arriv
 being streamed (`stream`) goes through the same throttle. Removals (undo, clear, a re-run
 that replaced a turn) are picked up by `refresh`.
 
+Screen readers hear the end of a turn once, through `announce` (a polite status region),
+not each streamed chunk: the streamed text is a live region kept ``aria-busy`` while it grows.
+
 Per-message actions the reader can click (``fork`` in the explorer, say) are offered with
 `on_action`; the front end sends the message id and the handler gets the message.
 """
@@ -49,6 +52,7 @@ class BranchView(StaticFallback, anywidget.AnyWidget):
     status = traitlets.Unicode("").tag(sync=True)
     actions = traitlets.List(traitlets.Unicode()).tag(sync=True)
     height = traitlets.Unicode("").tag(sync=True)
+    announcement = traitlets.Unicode("").tag(sync=True)  # read out once by a screen reader
 
     def __init__(
         self,
@@ -114,6 +118,11 @@ class BranchView(StaticFallback, anywidget.AnyWidget):
     @property
     def streamed_text(self) -> str:
         return "".join(self._stream)
+
+    def announce(self, text: str) -> None:
+        """Have a screen reader say ``text`` once (the view's polite ``role=status`` region):
+        the end of a turn, say, where announcing each streamed chunk would drown the reader."""
+        self.announcement = text
 
     # -- actions ---------------------------------------------------------------------------------
     def on_action(self, name: str, callback: Callable[[Any], Any] | None) -> None:

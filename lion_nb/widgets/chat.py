@@ -22,10 +22,14 @@ Decisions:
   it. Removal goes through `MessageManager.remove_message` / `clear_messages`, which also drop
   the cached request rendering; the view is then refreshed (removals send no signal).
 - Re-run sends the turn's text again with the operation selected now.
-- Enter is read from the text box's own ``submit`` message with ``continuous_update`` on:
-  the value is synced as typed, so it is current when Enter arrives, and leaving the box
-  sends nothing (``continuous_update=False`` would submit on blur too; ``on_submit`` is
-  deprecated in ipywidgets 8).
+- The message box is a multi-line `ChatInput`: Enter sends, Shift+Enter starts a new line.
+  Its value is synced as typed, so it is current when its ``submit`` message arrives. Esc
+  anywhere in the chat stops a running answer, as Stop does.
+- The keyboard focus stays where the reader was: in the box after Enter or Send (the box is
+  read-only, not disabled, during a run), and back in the box after Stop (Stop is disabled
+  once nothing runs). The end of a turn is announced once to screen readers
+  (`BranchView.announce`). Buttons carry words only (an icon font's glyph would be read as
+  part of their name) and the operation picker is labelled.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ import ipywidgets as widgets
 
 from ._base import StaticFallback, call_safely
 from .branch_view import BranchView
+from .chat_input import ChatInput
 
 __all__ = ["DEFAULT_OPERATIONS", "Chat"]
 
@@ -46,6 +51,7 @@ DEFAULT_OPERATIONS = ("communicate", "chat", "operate", "ReAct", "interpret")
 _BUILTIN = (*DEFAULT_OPERATIONS, "run")
 _UNRECORDED = ("chat", "interpret")
 _ERROR_LIMIT = 300  # characters of an error shown in the status line
+_ANNOUNCED = 300  # characters of an answer read out when its turn ends
 
 
 @dataclass(eq=False)
@@ -74,7 +80,7 @@ class Chat(StaticFallback, widgets.VBox):
         *,
         operation: str = "communicate",
         operations: list[str] | tuple[str, ...] | None = None,
-        placeholder: str = "Message (Enter to send)",
+        placeholder: str = "Message (Enter sends, Shift+Enter adds a line)",
         **view_kw: Any,
     ):
         names = list(operations) if operations is not None else list(DEFAULT_OPERATIONS)
@@ -85,26 +91,27 @@ class Chat(StaticFallback, widgets.VBox):
         if operation not in names:
             raise ValueError(f"`operation={operation!r}` is not one of `operations`: {names}.")
         self.view = BranchView(branch, **view_kw)
-        self.input = widgets.Text(
+        self.input = ChatInput(
             placeholder=placeholder,
-            continuous_update=True,
+            label=f"message to {branch.name or 'the branch'}",
             layout=widgets.Layout(flex="1 1 auto", width="auto"),
         )
         self.input.on_msg(self._on_input_message)
         self.picker = widgets.Dropdown(
             options=names,
             value=operation,
-            description="",
+            description="operation",
+            style={"description_width": "initial"},
             tooltip="operation",
             layout=widgets.Layout(width="auto", display="" if len(names) > 1 else "none"),
         )
-        self.send_button = _button("Send", "paper-plane", "send the message (Enter)")
-        self.stop_button = _button("Stop", "stop", "stop the running answer")
-        self.rerun_button = _button("Re-run", "redo", "remove the last turn and send it again")
-        self.undo_button = _button("Undo", "undo", "remove the last turn, text back in the box")
-        self.clear_button = _button("Clear", "trash", "remove every message but the system one")
-        self.send_button.on_click(lambda _b: call_safely(self._submit))
-        self.stop_button.on_click(lambda _b: call_safely(self.stop))
+        self.send_button = _button("Send", "send the message (Enter)")
+        self.stop_button = _button("Stop", "stop the running answer (Esc)")
+        self.rerun_button = _button("Re-run", "remove the last turn and send it again")
+        self.undo_button = _button("Undo", "remove the last turn, text back in the box")
+        self.clear_button = _button("Clear", "remove every message but the system one")
+        self.send_button.on_click(lambda _b: call_safely(self._clicked, self._submit))
+        self.stop_button.on_click(lambda _b: call_safely(self._clicked, self.stop))
         self.rerun_button.on_click(lambda _b: call_safely(self._clicked_rerun))
         self.undo_button.on_click(lambda _b: call_safely(self.undo))
         self.clear_button.on_click(lambda _b: call_safely(self.clear))
@@ -191,8 +198,17 @@ class Chat(StaticFallback, widgets.VBox):
         self.input.value = ""
 
     def _on_input_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        if isinstance(content, dict) and content.get("event") == "submit":
+        event = content.get("event") if isinstance(content, dict) else None
+        if event == "submit":
             call_safely(self._submit)
+        elif event == "stop":  # Esc
+            call_safely(self.stop)
+
+    def _clicked(self, action: Any) -> None:
+        """Send or Stop was clicked: do it, and give the focus back to the box (the clicked
+        button is disabled by what it did, which would drop the focus to the page)."""
+        action()
+        self.input.focus()
 
     async def _run(self, run: _Run) -> Any:
         view = self.view
@@ -252,6 +268,7 @@ class Chat(StaticFallback, widgets.VBox):
         if any(is_incomplete(m) for m in new):
             parts.append(KEPT_NOTE)
         view.status = " · ".join(parts)
+        view.announce(_announcement(view.status, new))
         self._set_running(False)
 
     def _done(self, task: asyncio.Task, run: _Run) -> None:
@@ -389,10 +406,9 @@ class Chat(StaticFallback, widgets.VBox):
 
 
 # -- helpers ---------------------------------------------------------------------------------------
-def _button(description: str, icon: str, tooltip: str) -> Any:
+def _button(description: str, tooltip: str) -> Any:
     return widgets.Button(
         description=description,
-        icon=icon,
         tooltip=tooltip,
         layout=widgets.Layout(width="auto"),
     )
@@ -488,3 +504,12 @@ def _recorded_tokens(messages: list[Any]) -> int:
     from ._entries import message_meta
 
     return sum(message_meta(m).get("tokens") or 0 for m in messages)
+
+
+def _announcement(status: str, new: list[Any]) -> str:
+    """What a screen reader hears when a turn ends: the status, then the start of the answer."""
+    answer = next((m for m in reversed(new) if m.kind == "assistant_response"), None)
+    text = " ".join(((answer.rendered or "") if answer is not None else "").split())
+    if len(text) > _ANNOUNCED:
+        text = text[: _ANNOUNCED - 1] + "…"
+    return f"{status}. {text}" if text else status

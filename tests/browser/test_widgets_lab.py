@@ -164,7 +164,7 @@ def test_typing_into_chat_gets_an_answer(lab_page, jupyter_server):
     run_cell(page, 0)
     run_cell(page, 1)
     out = cell_output(page, 1)
-    box = out.locator(".lnb-chat input[type=text]")
+    box = out.locator(".lnb-chat textarea.lnb-chat-box")
     box.wait_for(timeout=30_000)
     box.fill("What is a branch?")
     box.press("Enter")

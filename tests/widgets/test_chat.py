@@ -496,3 +496,60 @@ def test_in_a_kernel_enter_runs_in_the_background_and_stop_frees_the_input():
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
+
+
+# -- for the keyboard and screen readers ---------------------------------------------------------
+def test_esc_in_the_chat_stops_a_streaming_answer_and_the_text_returns_to_the_box():
+    branch = _branch(_scripted(" ".join(["slow"] * 400), delay=0.05))
+    chat = Chat(branch)
+    sent_to_box: list[dict] = []
+    chat.input.send = sent_to_box.append  # what the kernel asks of the box's front end
+
+    async def main():
+        _type_and_enter(chat, "line one\nline two")
+        while not chat.view.streamed_text:
+            await asyncio.sleep(0.01)
+        _front_end(chat.input, "custom", {"event": "stop"})  # what the box sends on Esc
+        await asyncio.wait([chat.task])
+
+    asyncio.run(main())
+    assert chat.task.cancelled() and chat.view.status.startswith("stopped")
+    assert chat.input.value == "line one\nline two" and not chat.input.disabled
+    assert sent_to_box == []  # Esc keeps the focus where it was
+
+
+def test_send_and_stop_give_the_focus_back_to_the_box():
+    branch = _branch(_scripted(" ".join(["slow"] * 400), delay=0.05))
+    chat = Chat(branch)
+    sent_to_box: list[dict] = []
+    chat.input.send = sent_to_box.append
+
+    async def main():
+        _front_end(chat.input, "update", {"value": "by button"})
+        _front_end(chat.send_button, "custom", {"event": "click"})
+        assert sent_to_box == [{"do": "focus"}] and chat.running
+        while not chat.view.streamed_text:
+            await asyncio.sleep(0.01)
+        _front_end(chat.stop_button, "custom", {"event": "click"})
+        await asyncio.wait([chat.task])
+
+    asyncio.run(main())
+    assert sent_to_box == [{"do": "focus"}, {"do": "focus"}]
+    assert chat.view.status.startswith("stopped")
+
+
+def test_the_end_of_a_turn_is_announced_once_with_the_start_of_the_answer():
+    chat = Chat(_branch(_scripted("Hello " + "there " * 100)))
+    assert chat.view.announcement == ""
+    asyncio.run(chat.send("Say hello"))
+    said = chat.view.announcement
+    assert said.startswith(chat.view.status + ". Hello there")
+    assert said.endswith("…") and len(said) < len(chat.view.status) + 310
+
+
+def test_controls_are_named_in_words_for_a_screen_reader():
+    chat = Chat(_branch(), operations=["communicate", "chat"])
+    buttons = [chat.send_button, chat.stop_button, chat.rerun_button, chat.undo_button]
+    assert all(b.icon == "" and b.description for b in [*buttons, chat.clear_button])
+    assert chat.picker.description == "operation"
+    assert chat.input.label == "message to main"

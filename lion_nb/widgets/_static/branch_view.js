@@ -32,32 +32,63 @@ function details(meta) {
   return box;
 }
 
-function actionButtons(model, entry) {
+function actionButtons(model, entry, where) {
   const bar = el("span", "lnb-actions");
   for (const name of model.get("actions")) {
-    const button = el("button", "lnb-action", name === "fork" ? "fork from here" : name);
+    const text = name === "fork" ? "fork from here" : name;
+    const button = el("button", "lnb-action", text);
+    button.type = "button";
     button.dataset.action = name;
+    button.dataset.control = `action-${name}`;
     button.title = `${name} at this message`;
+    button.setAttribute("aria-label", `${text}: ${where}`);
     button.addEventListener("click", () => model.send({ type: "action", name, id: entry.id }));
     bar.append(button);
   }
   return bar;
 }
 
-function drawEntry(model, entry) {
+let uid = 0; // ids for aria-controls, unique in the page
+
+// `open`: the ids of entries whose details (or tool call) the reader opened; kept across
+// redraws, which replace every entry.
+function drawEntry(model, entry, open) {
   const node = el("div", `lnb-entry lnb-role-${entry.role} lnb-kind-${entry.kind}`);
   node.dataset.id = entry.id;
   node.dataset.index = String(entry.index);
+  const where = `message ${entry.index + 1}, ${entry.kind === "action" ? "tool" : entry.role}`;
+  node.setAttribute("aria-label", where);
+  node.setAttribute("role", "article");
   const head = el("div", "lnb-entry-head");
   const info = el("button", "lnb-info", "details");
+  info.type = "button";
   info.title = "details";
+  info.dataset.control = "details";
+  info.setAttribute("aria-label", `details of ${where}`);
   const meta = details(entry.meta || {});
-  meta.hidden = true;
-  info.addEventListener("click", () => (meta.hidden = !meta.hidden));
+  meta.id = `lnb-details-${(uid += 1)}`;
+  info.setAttribute("aria-controls", meta.id);
+  const showDetails = (shown) => {
+    meta.hidden = !shown;
+    info.setAttribute("aria-expanded", String(shown));
+  };
+  showDetails(open.has(`details:${entry.id}`));
+  info.addEventListener("click", () => {
+    const shown = meta.hidden;
+    showDetails(shown);
+    if (shown) open.add(`details:${entry.id}`);
+    else open.delete(`details:${entry.id}`);
+  });
   if (entry.kind === "action") {
     const box = el("details", "lnb-tool");
+    box.open = open.has(`tool:${entry.id}`);
+    box.addEventListener("toggle", () => {
+      if (box.open) open.add(`tool:${entry.id}`);
+      else open.delete(`tool:${entry.id}`);
+    });
     const state = entry.pending ? "running…" : entry.is_error ? "error" : "done";
     const summary = el("summary");
+    summary.dataset.control = "tool";
     summary.append(el("span", "lnb-role", "tool"), el("code", "lnb-fn", entry.function),
       el("span", `lnb-tool-state lnb-tool-${entry.pending ? "pending" : entry.is_error ? "error" : "ok"}`, state));
     box.append(summary);
@@ -81,9 +112,32 @@ function drawEntry(model, entry) {
     body.innerHTML = entry.html;
     node.append(body);
   }
-  head.append(info, actionButtons(model, entry));
+  head.append(info, actionButtons(model, entry, where));
   node.append(meta);
   return node;
+}
+
+// Where the keyboard focus is inside `list`, as (entry id, entry index, control), so a
+// redraw can put it back on the same control of the same message -- or of the message at
+// the same place, when the view switched to a fork of its branch.
+function focusKey(list) {
+  const active = document.activeElement;
+  if (!active || !list.contains(active)) return null;
+  const entry = active.closest(".lnb-entry");
+  const control = active.closest("[data-control]");
+  if (!entry) return null;
+  return { id: entry.dataset.id, index: entry.dataset.index,
+    control: control ? control.dataset.control : null };
+}
+
+function restoreFocus(list, key) {
+  if (!key) return;
+  const entry = list.querySelector(`.lnb-entry[data-id="${CSS.escape(key.id)}"]`) ||
+    list.querySelector(`.lnb-entry[data-index="${CSS.escape(key.index)}"]`);
+  let target = null;
+  if (entry && key.control) target = entry.querySelector(`[data-control="${key.control}"]`);
+  target = target || list;
+  target.focus({ preventScroll: true });
 }
 
 function render({ model, el: root }) {
@@ -94,11 +148,24 @@ function render({ model, el: root }) {
   const status = el("span", "lnb-status");
   head.append(title, count, status);
   const more = el("button", "lnb-more");
+  more.type = "button";
   const latest = el("button", "lnb-latest", "jump to the latest");
+  latest.type = "button";
   const list = el("div", "lnb-list");
+  list.tabIndex = -1; // where focus goes when the control it was on is gone
+  list.setAttribute("role", "region");
   const stream = el("div", "lnb-stream lnb-role-assistant");
-  view.append(head, more, list, stream, latest);
+  // The answer being streamed: a polite live region kept busy while it grows, so a screen
+  // reader does not read it chunk by chunk; the end of the turn is announced once, below.
+  stream.setAttribute("aria-live", "polite");
+  stream.setAttribute("aria-label", "answer being written");
+  const live = el("div", "lnb-sr-only lnb-live");
+  live.setAttribute("role", "status");
+  live.setAttribute("aria-live", "polite");
+  live.setAttribute("aria-atomic", "true");
+  view.append(head, more, list, stream, latest, live);
   root.append(view);
+  const open = new Set();
 
   more.addEventListener("click", () => {
     const start = Math.max(0, model.get("start") - model.get("page_size"));
@@ -111,6 +178,7 @@ function render({ model, el: root }) {
     const total = model.get("total");
     const start = model.get("start");
     title.textContent = model.get("title");
+    list.setAttribute("aria-label", `messages of ${model.get("title")}`);
     count.textContent = ` · ${total} message${total === 1 ? "" : "s"}`;
     more.hidden = start <= 0;
     more.textContent = `show earlier messages (${start} before these)`;
@@ -119,7 +187,9 @@ function render({ model, el: root }) {
     list.style.maxHeight = height || "";
     list.style.overflowY = height ? "auto" : "";
     const nearBottom = list.scrollHeight - list.scrollTop - list.clientHeight < 40;
-    list.replaceChildren(...entries.map((entry) => drawEntry(model, entry)));
+    const key = focusKey(list);
+    list.replaceChildren(...entries.map((entry) => drawEntry(model, entry, open)));
+    restoreFocus(list, key);
     if (height && model.get("following") && nearBottom) list.scrollTop = list.scrollHeight;
     drawStream();
   }
@@ -127,7 +197,12 @@ function render({ model, el: root }) {
   function drawStream() {
     const html = model.get("stream_html");
     stream.hidden = !html;
+    stream.setAttribute("aria-busy", String(Boolean(html)));
     stream.innerHTML = html;
+  }
+
+  function announce() {
+    live.textContent = model.get("announcement");
   }
 
   function drawStatus() {
@@ -140,6 +215,7 @@ function render({ model, el: root }) {
   model.on("change:following", draw);
   model.on("change:stream_html", drawStream);
   model.on("change:status", drawStatus);
+  model.on("change:announcement", announce);
   draw();
   drawStatus();
   return () => {
@@ -149,6 +225,7 @@ function render({ model, el: root }) {
     model.off("change:following", draw);
     model.off("change:stream_html", drawStream);
     model.off("change:status", drawStatus);
+    model.off("change:announcement", announce);
   };
 }
 

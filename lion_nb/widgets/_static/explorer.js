@@ -13,13 +13,20 @@ function plural(n, noun) {
   return `${n} ${noun}${n === 1 ? "" : "s"}`;
 }
 
-function nodeRow(model, node) {
-  const row = el("button", "lnb-node");
-  row.type = "button";
+let uid = 0; // ids for aria-labelledby, unique in the page
+
+// One branch as a WAI-ARIA `treeitem`: the <li> holds the focus (a roving tabindex) and its
+// sub-branches' `group`; `.lnb-node` inside is the row a pointer clicks.
+function nodeItem(model, node, depth) {
+  const item = el("li", "lnb-tree-item");
+  item.dataset.id = node.id;
+  item.setAttribute("role", "treeitem");
+  item.setAttribute("aria-level", String(depth + 1));
+  item.tabIndex = -1;
+  const row = el("div", "lnb-node");
   row.dataset.id = node.id;
-  row.setAttribute("role", "treeitem");
   const selected = node.id === model.get("selected");
-  row.setAttribute("aria-selected", String(selected));
+  item.setAttribute("aria-selected", String(selected));
   if (selected) row.classList.add("lnb-node-selected");
   const name = el("span", "lnb-node-name", node.name);
   const facts = [plural(node.count, "message")];
@@ -34,16 +41,24 @@ function nodeRow(model, node) {
   usage.push(`cost ${node.cost}`);
   const models = el("span", "lnb-node-models", (node.models || []).join(", "));
   const spend = el("span", "lnb-node-usage", usage.join(" · "));
+  const id = `lnb-node-${(uid += 1)}`;
+  name.id = `${id}-name`;
+  meta.id = `${id}-meta`;
+  models.id = `${id}-models`;
+  spend.id = `${id}-usage`;
+  item.setAttribute("aria-labelledby", name.id);
+  item.setAttribute("aria-describedby", `${meta.id} ${models.id} ${spend.id}`);
   row.append(name, meta, models, spend);
   row.title = `${node.name}\n${facts.join(" · ")}\n${(node.models || []).join(", ")}\n${usage.join(" · ")}`;
-  row.addEventListener("click", () => model.send({ type: "select", id: node.id }));
-  return row;
+  item.append(row);
+  return item;
 }
 
 // Nodes arrive in pre-order with a depth: rebuild the nesting as lists.
 function drawTree(model, box) {
   const top = el("ul", "lnb-tree-list");
   top.setAttribute("role", "tree");
+  top.setAttribute("aria-label", "branches");
   const stack = [top];
   let last = null;
   for (const node of model.get("nodes")) {
@@ -53,14 +68,41 @@ function drawTree(model, box) {
       const nested = el("ul", "lnb-tree-list");
       nested.setAttribute("role", "group");
       last.append(nested);
+      last.setAttribute("aria-expanded", "true");
       stack.push(nested);
     }
-    const item = el("li", "lnb-tree-item");
-    item.append(nodeRow(model, node));
+    const item = nodeItem(model, node, stack.length - 1);
     stack[stack.length - 1].append(item);
     last = item;
   }
   box.replaceChildren(top);
+  return top;
+}
+
+// The tree from the keyboard (the WAI-ARIA tree pattern; every branch is shown, so every
+// parent is expanded): Up/Down the previous/next branch, Home/End the first/last, Right the
+// first sub-branch, Left the parent; selection follows the focus, as a pointer's click does.
+// Handled keys go no further, and `data-lm-suppress-shortcuts` keeps JupyterLab's own
+// shortcuts (arrows move the active cell there) from firing while the tree has the focus.
+function treeKey(event, box, focusItem) {
+  const items = [...box.querySelectorAll('[role="treeitem"]')];
+  const current = event.target.closest('[role="treeitem"]');
+  const at = items.indexOf(current);
+  if (at < 0) return;
+  let next = null;
+  switch (event.key) {
+    case "ArrowDown": next = items[Math.min(at + 1, items.length - 1)]; break;
+    case "ArrowUp": next = items[Math.max(at - 1, 0)]; break;
+    case "Home": next = items[0]; break;
+    case "End": next = items[items.length - 1]; break;
+    case "ArrowRight": next = current.querySelector('[role="treeitem"]') || current; break;
+    case "ArrowLeft": next = current.parentElement.closest('[role="treeitem"]') || current; break;
+    case "Enter": case " ": next = current; break;
+    default: return;
+  }
+  event.preventDefault();
+  event.stopPropagation();
+  focusItem(next, true);
 }
 
 function drawResults(model, box, count) {
@@ -114,10 +156,14 @@ function render({ model, el: root }) {
   const results = el("div", "lnb-results");
 
   const tree = el("div", "lnb-tree-box");
+  tree.setAttribute("data-lm-suppress-shortcuts", "true");
   const bar = el("div", "lnb-export");
   const json = el("button", "lnb-action", "export JSON");
+  json.type = "button";
   const markdown = el("button", "lnb-action", "export Markdown");
+  markdown.type = "button";
   const status = el("span", "lnb-status");
+  status.setAttribute("role", "status");
   bar.append(json, markdown, status);
   pane.append(head, search, found, results, tree, bar);
   root.append(pane);
@@ -127,6 +173,27 @@ function render({ model, el: root }) {
     clearTimeout(timer);
     timer = setTimeout(() => model.send({ type: "search", query: search.value }), 250);
   });
+  let focusedId = null; // the branch the keyboard is on; kept across redraws
+  function focusItem(item, select) {
+    if (!item) return;
+    for (const other of tree.querySelectorAll('[role="treeitem"]')) other.tabIndex = -1;
+    item.tabIndex = 0;
+    focusedId = item.dataset.id;
+    item.focus();
+    if (select && item.getAttribute("aria-selected") !== "true") {
+      model.send({ type: "select", id: item.dataset.id });
+    }
+  }
+  tree.addEventListener("keydown", (event) => treeKey(event, tree, focusItem));
+  tree.addEventListener("click", (event) => {
+    const item = event.target.closest('[role="treeitem"]');
+    if (item) focusItem(item, true);
+  });
+  tree.addEventListener("focusin", (event) => {
+    const item = event.target.closest('[role="treeitem"]');
+    if (item) focusedId = item.dataset.id;
+  });
+
   json.addEventListener("click", () => model.send({ type: "export", fmt: "json" }));
   markdown.addEventListener("click", () => model.send({ type: "export", fmt: "markdown" }));
 
@@ -138,7 +205,18 @@ function render({ model, el: root }) {
     tree.style.maxHeight = height || "";
     tree.style.overflowY = height ? "auto" : "";
   }
-  const redrawTree = () => { drawHead(); drawTree(model, tree); };
+  // A redraw replaces every item: the focus goes back to the branch it was on.
+  const redrawTree = () => {
+    drawHead();
+    const hadFocus = tree.contains(document.activeElement);
+    drawTree(model, tree);
+    const items = [...tree.querySelectorAll('[role="treeitem"]')];
+    const find = (id) => items.find((item) => item.dataset.id === id);
+    const target = find(focusedId) || find(model.get("selected")) || items[0];
+    if (!target) return;
+    target.tabIndex = 0;
+    if (hadFocus) target.focus({ preventScroll: true });
+  };
   const redrawResults = () => {
     if (document.activeElement !== search) search.value = model.get("query");
     drawResults(model, results, found);

@@ -8,19 +8,30 @@ function el(tag, cls, text) {
   return node;
 }
 
+// A glyph beside a button's word: seen, not read (the button's name is the word alone).
+function icon(glyph) {
+  const node = el("span", "lnb-icon", glyph);
+  node.setAttribute("aria-hidden", "true");
+  return node;
+}
+
 function render({ model, el: root }) {
   const box = el("div", "lnb-progress");
   const head = el("div", "lnb-progress-head");
   const title = el("span", "lnb-progress-title");
   const state = el("span", "lnb-progress-state");
-  const stop = el("button", "lnb-stop", "■ Stop");
+  const stop = el("button", "lnb-stop");
+  stop.append(icon("■"), "Stop");
   stop.title = "Start nothing new and cancel the calls in flight";
-  const retry = el("button", "lnb-progress-retry", "↻ Retry failed");
+  const retry = el("button", "lnb-progress-retry");
+  retry.append(icon("↻"), "Retry failed");
   retry.title = "Run the failed and stopped items again";
   const actions = el("span", "lnb-progress-actions");
   actions.append(retry, stop);
   head.append(title, state, actions);
   const bar = el("div", "lnb-progress-bar");
+  bar.setAttribute("role", "progressbar");
+  bar.setAttribute("aria-valuemin", "0");
   const doneBar = el("div", "lnb-progress-done");
   const failedBar = el("div", "lnb-progress-failed");
   const flightBar = el("div", "lnb-progress-flight");
@@ -47,6 +58,9 @@ function render({ model, el: root }) {
     const pct = (n) => `${(100 * n) / total}%`;
     title.textContent = model.get("title");
     state.textContent = ` · ${model.get("via")} · ${model.get("state")}`;
+    bar.setAttribute("aria-valuemax", String(model.get("total")));
+    bar.setAttribute("aria-valuenow", String(model.get("done") + model.get("failed")));
+    bar.setAttribute("aria-label", `${model.get("title") || "batch"} progress`);
     doneBar.style.width = pct(model.get("done"));
     failedBar.style.width = pct(model.get("failed"));
     flightBar.style.width = pct(model.get("in_flight"));

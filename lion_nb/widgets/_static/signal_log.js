@@ -60,7 +60,14 @@ function render({ model, el: root }) {
   search.placeholder = "filter branch or text";
   search.setAttribute("aria-label", "filter signals by branch or text");
   controls.append(chips, search);
+  chips.setAttribute("role", "group");
+  chips.setAttribute("aria-label", "show only these kinds");
   const scroller = el("div", "lnb-siglog-scroll");
+  // The rows are a `log` (new rows are read politely as they arrive) and the scroller takes
+  // the focus, so its rows can be scrolled from the keyboard.
+  scroller.setAttribute("role", "log");
+  scroller.setAttribute("aria-label", "signals");
+  scroller.tabIndex = 0;
   const table = el("div", "lnb-siglog-table");
   table.setAttribute("role", "table");
   const headRow = el("div", "lnb-siglog-row lnb-siglog-header");
@@ -105,12 +112,15 @@ function render({ model, el: root }) {
   }
 
   function drawChips() {
+    const active = document.activeElement;
+    const focusedKind = active && chips.contains(active) ? active.dataset.kind : null;
     const selected = new Set(model.get("kinds"));
     const counts = {};
     for (const tr of drawn.values()) counts[tr.dataset.kind] = (counts[tr.dataset.kind] || 0) + 1;
     const nodes = [];
     for (const kind of model.get("known_kinds")) {
       const chip = el("button", "lnb-siglog-chip", `${kind} ${counts[kind] || 0}`);
+      chip.setAttribute("aria-label", `${kind}, ${counts[kind] || 0}`);
       chip.type = "button";
       chip.dataset.kind = kind;
       chip.setAttribute("aria-pressed", selected.has(kind) ? "true" : "false");
@@ -125,6 +135,10 @@ function render({ model, el: root }) {
       nodes.push(chip);
     }
     chips.replaceChildren(...nodes);
+    if (focusedKind) {
+      const again = nodes.find((chip) => chip.dataset.kind === focusedKind);
+      if (again) again.focus({ preventScroll: true }); // the redraw keeps the reader's place
+    }
   }
 
   function drawRows(again) {

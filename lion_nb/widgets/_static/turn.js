@@ -1,5 +1,8 @@
 // TurnWidget's front end: a live turn with its tool calls, streamed text and a Stop button.
 // `text_html`, `arguments` and `result` were sanitized in the kernel; other strings are text.
+// Keyboard: Esc anywhere in the turn (the box takes focus when clicked) stops it, as Stop
+// does; when Stop disappears under the focus, the focus stays on the turn's box. A screen
+// reader hears the end of the turn once (a polite status region), never each chunk.
 
 function el(tag, cls, text) {
   const node = document.createElement(tag);
@@ -30,21 +33,48 @@ function render({ model, el: root }) {
   const status = el("span", "lnb-turn-status");
   const clock = el("span", "lnb-turn-clock");
   const tokens = el("span", "lnb-turn-tokens");
-  const stop = el("button", "lnb-stop", "■ Stop");
-  stop.title = "Stop this turn (what was received so far is kept)";
+  const stop = el("button", "lnb-stop");
+  stop.type = "button";
+  const icon = el("span", "lnb-icon", "■");
+  icon.setAttribute("aria-hidden", "true");
+  stop.append(icon, "Stop");
+  stop.title = "Stop this turn (what was received so far is kept); Esc does the same";
+  stop.setAttribute("aria-keyshortcuts", "Escape");
   head.append(label, status, clock, tokens, stop);
   const note = el("div", "lnb-turn-note");
   const steps = el("div", "lnb-steps");
   const text = el("div", "lnb-turn-text");
-  box.append(head, note, steps, text);
+  text.setAttribute("aria-live", "polite");
+  text.setAttribute("aria-label", "answer being written");
+  const live = el("div", "lnb-sr-only lnb-live");
+  live.setAttribute("role", "status");
+  live.setAttribute("aria-live", "polite");
+  live.setAttribute("aria-atomic", "true");
+  box.append(head, note, steps, text, live);
+  box.tabIndex = -1;
+  box.setAttribute("role", "group");
   root.append(box);
 
-  stop.addEventListener("click", () => {
+  function requestStop() {
+    if (!model.get("running") || !model.get("stoppable")) return false;
+    if (document.activeElement === stop) box.focus({ preventScroll: true }); // Stop goes away
     stop.disabled = true;
     model.send({ type: "stop" });
+    return true;
+  }
+  stop.addEventListener("click", requestStop);
+  // Esc, from anywhere in the turn; JupyterLab's own Esc binding is not needed in here.
+  box.setAttribute("data-lm-suppress-shortcuts", "true");
+  box.addEventListener("keydown", (event) => {
+    if (event.key !== "Escape") return;
+    if (requestStop()) {
+      event.preventDefault();
+      event.stopPropagation();
+    }
   });
 
   let timer = null;
+  let wasRunning = model.get("running");
   function tick() {
     const seconds = model.get("running")
       ? (Date.now() - model.get("started")) / 1000
@@ -53,11 +83,14 @@ function render({ model, el: root }) {
   }
   function drawHead() {
     label.textContent = model.get("head");
+    box.setAttribute("aria-label", `turn ${model.get("head")}`.trim());
     status.textContent = model.get("status") ? ` · ${model.get("status")}` : "";
     const n = model.get("tokens");
     tokens.textContent = n ? ` · ${n} tokens` : "";
     note.textContent = model.get("note");
     note.hidden = !model.get("note");
+    if (!model.get("running") && box.contains(document.activeElement) &&
+        document.activeElement === stop) box.focus({ preventScroll: true });
     stop.hidden = !model.get("running");
     stop.disabled = !model.get("stoppable");
     box.classList.toggle("lnb-running", model.get("running"));
@@ -67,6 +100,14 @@ function render({ model, el: root }) {
       timer = null;
     }
     tick();
+    text.setAttribute("aria-busy", String(model.get("running")));
+    if (wasRunning && !model.get("running")) {
+      const parts = [model.get("status")];
+      if (model.get("elapsed") > 0) parts.push(`${model.get("elapsed").toFixed(1)} s`);
+      if (model.get("tokens")) parts.push(`${model.get("tokens")} tokens`);
+      live.textContent = `${model.get("head") || "turn"}: ${parts.join(", ")}`;
+    }
+    wasRunning = model.get("running");
   }
   function drawSteps() {
     steps.replaceChildren(...model.get("steps").map(drawStep));

@@ -1,0 +1,101 @@
+// Chat's message box: a multi-line text area. Enter sends, Shift+Enter starts a new line (as
+// in every chat app); Esc, anywhere in the chat, stops the running answer.
+// While a run is in progress the box is read-only, not disabled: a disabled box would drop
+// the keyboard focus, and Esc would then have nowhere to be pressed.
+
+function render({ model, el: root }) {
+  const box = document.createElement("div");
+  box.className = "lnb-chat-input";
+  const area = document.createElement("textarea");
+  area.rows = 1;
+  area.className = "lnb-chat-box";
+  area.setAttribute("aria-keyshortcuts", "Enter Shift+Enter Escape");
+  // JupyterLab's shortcuts (Shift+Enter runs the cell) stay out of the box.
+  area.setAttribute("data-lm-suppress-shortcuts", "true");
+  box.append(area);
+  root.append(box);
+
+  function fit() {
+    area.style.height = "auto";
+    area.style.height = `${area.scrollHeight + 2}px`;
+  }
+  // Values this box sent, until the next submit: the kernel echoes each one back, and an
+  // echo arriving after more was typed must not put the older text back.
+  const sent = new Set();
+  function draw() {
+    const value = model.get("value");
+    if (area.value !== value && !sent.has(value)) {
+      area.value = value;
+      fit();
+    }
+    area.placeholder = model.get("placeholder");
+    area.setAttribute("aria-label", model.get("label"));
+    const busy = model.get("disabled");
+    area.readOnly = busy;
+    area.setAttribute("aria-disabled", String(busy));
+  }
+  function sync() {
+    sent.add(area.value);
+    model.set("value", area.value);
+    model.save_changes();
+  }
+  function stop(event) {
+    if (!model.get("disabled")) return; // nothing runs: Esc is not ours
+    event.preventDefault();
+    event.stopPropagation();
+    model.send({ event: "stop" });
+    // Stop is disabled once the run ends: keep the focus in the chat, on the box.
+    const chat = root.closest(".lnb-chat");
+    if (chat && document.activeElement !== area && chat.querySelector(".lnb-chat-controls")
+      ?.contains(document.activeElement)) area.focus();
+  }
+
+  area.addEventListener("input", () => {
+    fit();
+    sync();
+  });
+  area.addEventListener("keydown", (event) => {
+    if (event.key === "Escape") return stop(event);
+    if (event.key !== "Enter" || event.isComposing) return;
+    if (event.altKey || event.ctrlKey || event.metaKey) return;
+    event.preventDefault();
+    event.stopPropagation();
+    if (event.shiftKey) {
+      // The line break is made here: in JupyterLab the browser's own one does not arrive
+      // (something outside the widget cancels it).
+      if (area.readOnly) return;
+      area.setRangeText("\n", area.selectionStart, area.selectionEnd, "end");
+      fit();
+      sync();
+      return;
+    }
+    if (model.get("disabled")) return;
+    sync(); // the value reaches the kernel before the submit does
+    sent.clear(); // from here, a value from the kernel (the box emptied, or the text given
+    // back after a stop) is the kernel's own
+    model.send({ event: "submit" });
+  });
+  // Esc from any other part of the chat (the view, Stop, the picker): on `window`, in the
+  // capture phase, so it is seen before JupyterLab's own key handling.
+  const onKey = (event) => {
+    if (event.key !== "Escape" || event.target === area) return;
+    const chat = root.closest(".lnb-chat");
+    if (chat && chat.contains(event.target)) stop(event);
+  };
+  window.addEventListener("keydown", onKey, true);
+  const onMessage = (content) => {
+    if (content && content.do === "focus") area.focus();
+    else if (content && content.do === "blur") area.blur();
+  };
+  const names = ["value", "placeholder", "label", "disabled"];
+  for (const name of names) model.on(`change:${name}`, draw);
+  model.on("msg:custom", onMessage);
+  draw();
+  return () => {
+    window.removeEventListener("keydown", onKey, true);
+    for (const name of names) model.off(`change:${name}`, draw);
+    model.off("msg:custom", onMessage);
+  };
+}
+
+export default { render };

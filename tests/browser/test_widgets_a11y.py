@@ -1,0 +1,345 @@
+"""The widgets for everyone, in a real JupyterLab in Chromium: legible in the Light and the
+Dark theme, usable from the keyboard, named for a screen reader (``tests/browser/a11y.py``).
+
+- The widgets tutorial, run in JupyterLab Light and then Dark: every text node inside a
+  widget reaches its WCAG contrast, axe-core finds no serious or critical violation in the
+  widgets, and every control has a name without an icon glyph. The minimum contrast per theme
+  is printed; screenshots of both are kept.
+- `Chat` from the keyboard: Shift+Enter adds a line, Enter sends the two lines, the focus stays
+  in the box, Esc stops the streaming answer within 1 s, and a live region announces each
+  turn's end once (not each chunk). Send and Stop give the focus back to the box.
+- A ``%%lion`` turn: Esc in its view stops it within 1 s and keeps what was received.
+- The explorer's tree moves with the arrow keys while JupyterLab's active cell stays put.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.browser.a11y import (
+    axe_violations,
+    controls_named,
+    focus_rings,
+    set_theme,
+    text_contrast,
+    unnamed_controls,
+)
+from tests.browser.jupyter import (
+    cell_output,
+    new_notebook,
+    open_notebook,
+    run_all,
+    run_cell,
+    screenshot,
+    wait_for_idle,
+)
+from tests.browser.test_tutorials_lab import (
+    NOTEBOOKS,
+    RUN_TIMEOUT,
+    _fresh_copy,
+    _whole_notebook_screenshot,
+)
+
+pytestmark = pytest.mark.browser
+
+SETUP = """\
+%load_ext lion_nb
+import asyncio
+from lion_nb import Branch, Session, iModel
+from lion_nb.widgets import Chat, SessionExplorer
+"""
+
+WORDS = 400
+SLOW = f"""\
+slow = iModel(
+    provider="offline",
+    model="scripted",
+    responses=[" ".join(f"word{{i}}" for i in range({WORDS}))] * 4,
+    delay=0.05,
+)
+"""
+
+_FOCUSED_JS = "(cls) => Boolean(document.activeElement?.closest(cls))"
+
+
+def _focus_in(page, selector: str) -> bool:
+    return page.evaluate(_FOCUSED_JS, selector)
+
+
+def _worst(measured: list[dict]) -> list[dict]:
+    return [m for m in measured if m["ratio"] < m["need"]]
+
+
+@pytest.fixture
+def light_again(lab_page):
+    """Whatever a test does to the theme, the module's page (and the server's settings, which
+    later modules share) end in JupyterLab Light."""
+    yield lab_page
+    set_theme(lab_page, "JupyterLab Light")
+
+
+def test_the_widgets_tutorial_reads_in_light_and_dark(light_again, jupyter_server):
+    page = light_again
+    path, _cells = _fresh_copy(jupyter_server, NOTEBOOKS / "04-widgets.ipynb")
+    open_notebook(page, jupyter_server, path)
+    run_all(page, timeout=RUN_TIMEOUT)
+    page.wait_for_function(
+        "() => document.querySelectorAll('.lnb-view, .lnb-explorer, .lnb-signals, .lnb-turn,"
+        " .lnb-chat').length >= 5 && ![...document.querySelectorAll('.jp-OutputArea-output')]"
+        ".some(o => o.textContent.trim() === 'Loading widget...')",
+        polling=100,
+        timeout=30_000,
+    )
+    wait_for_idle(page, timeout=RUN_TIMEOUT)
+    # open a tool call and one message's details, so their text is measured too
+    page.locator(".lnb-view .lnb-tool summary").first.click()
+    page.locator(".lnb-view .lnb-info").first.click()
+    # press a filter chip: the redraw keeps the focus on it, and its pressed look is measured
+    chip = page.locator(".lnb-signals .lnb-siglog-chip[data-kind=RunEnd]")
+    chip.click()
+    page.wait_for_function(
+        "() => document.activeElement?.matches('.lnb-siglog-chip[data-kind=RunEnd]')"
+        " && document.activeElement.getAttribute('aria-pressed') === 'true'",
+        timeout=10_000,
+    )
+
+    minimum = {}
+    for theme in ("JupyterLab Light", "JupyterLab Dark"):
+        set_theme(page, theme)
+        measured = text_contrast(page)
+        assert len(measured) > 100, measured  # every widget of the tutorial was measured
+        widgets = {m["widget"] for m in measured}
+        assert {"lnb-view", "lnb-explorer", "lnb-signals", "lnb-turn", "lnb-chat"} <= widgets
+        lowest = min(measured, key=lambda m: m["ratio"] / m["need"])
+        minimum[theme] = lowest
+        print(f"{theme}: {len(measured)} text nodes, lowest {lowest}")
+        assert _worst(measured) == [], theme
+        assert axe_violations(page) == [], theme
+        nameless, glyphs = unnamed_controls(page)
+        assert nameless == [] and glyphs == [], theme
+        rings = focus_rings(page, page.locator(".lnb-explorer .lnb-search").first)
+        assert len(rings) >= 20, rings  # the search box, the tree, exports, the view's controls
+        weak = [r for r in rings if r["width"] < 2 or r["ratio"] < 3]
+        print(f"{theme}: {len(rings)} focus rings, lowest {min(r['ratio'] for r in rings)}:1")
+        assert weak == [], theme
+        shade = theme.split()[-1].lower()
+        for widget in (".lnb-explorer", ".lnb-chat", ".lnb-signals"):
+            element = page.locator(widget).first
+            element.scroll_into_view_if_needed()
+            screenshot(page, f"a11y-{shade}-{widget[5:]}", element=element)
+        _whole_notebook_screenshot(page, f"a11y-04-{shade}")
+    named = controls_named(page)
+    assert any(line.startswith('- textbox "message to') for line in named), named
+    assert any(line.startswith('- combobox "operation"') for line in named), named
+    assert any(line.startswith('- button "details of message') for line in named), named
+    assert any(line.startswith("- treeitem ") for line in named), named
+
+
+CHAT = """\
+helper = Branch(name="helper", system="Answer briefly.", chat_model=slow)
+chat = Chat(helper)
+chat
+"""
+
+# Counts the changes of the chat's live region, so one turn shows as one announcement.
+_WATCH_LIVE_JS = """(root) => {
+  const live = document.querySelector(root + ' .lnb-view .lnb-live[role=status]');
+  window.__lionLive = [];
+  new MutationObserver(() => window.__lionLive.push(live.textContent))
+    .observe(live, {childList: true, characterData: true, subtree: true});
+}"""
+
+
+def test_the_chat_from_the_keyboard(lab_page, jupyter_server):
+    page = lab_page
+    notebook = new_notebook(
+        SETUP,
+        SLOW,
+        CHAT,
+        "print([m.rendered for m in helper.messages if m.kind == 'instruction'])",
+    )
+    open_notebook(page, jupyter_server, "chat-keys.ipynb", notebook)
+    for index in (0, 1, 2):
+        run_cell(page, index)
+    out = cell_output(page, 2)
+    out.get_by_role("textbox", name="message to helper").wait_for(timeout=30_000)
+    page.evaluate(_WATCH_LIVE_JS, ".lnb-chat")
+    box = out.locator("textarea.lnb-chat-box")
+    stream = out.locator(".lnb-view .lnb-stream")
+    status = out.locator(".lnb-view .lnb-status")
+
+    box.click()
+    box.press_sequentially("line one")
+    box.press("Shift+Enter")
+    box.press_sequentially("line two")
+    assert box.input_value() == "line one\nline two"
+    assert out.locator(".lnb-entry.lnb-role-user").count() == 0  # Shift+Enter sent nothing
+
+    box.press("Enter")
+    stream.get_by_text("word5").wait_for(timeout=15_000)  # streaming
+    assert _focus_in(page, "textarea.lnb-chat-box")  # the focus stayed in the box
+    assert page.evaluate("() => window.__lionLive.length") == 0  # chunks are not announced
+
+    pressed = time.monotonic()
+    box.press("Escape")
+    status.get_by_text("stopped").wait_for(timeout=1_000)  # the acceptance bound: 1 s
+    stopped_after = time.monotonic() - pressed
+    print(f"Esc stopped the streaming Chat answer in {stopped_after:.2f} s")
+    assert box.input_value() == "line one\nline two"  # nothing recorded: the text is kept
+    live = page.evaluate("() => window.__lionLive")
+    assert len(live) == 1 and live[0].startswith("stopped"), live
+    assert _focus_in(page, "textarea.lnb-chat-box")
+
+    out.get_by_role("button", name="Send").click()  # the same two lines, in full this time
+    stream.get_by_text("word2").wait_for(timeout=15_000)
+    assert _focus_in(page, "textarea.lnb-chat-box")  # Send gave the focus back to the box
+    out.get_by_role("button", name="Stop").click()
+    status.get_by_text("stopped").wait_for(timeout=10_000)
+    page.wait_for_function("() => window.__lionLive.length === 2", timeout=10_000)
+    assert _focus_in(page, "textarea.lnb-chat-box")  # Stop is disabled now: the box has it
+    screenshot(page, "a11y-chat-keyboard", element=out)
+
+    box.press("Enter")
+    status.get_by_text("done").wait_for(timeout=60_000)
+    page.wait_for_function("() => window.__lionLive.length === 3", timeout=10_000)
+    live = page.evaluate("() => window.__lionLive")
+    assert live[2].startswith("done") and "word0 word1" in live[2], live  # status, then answer
+    run_cell(page, 3)
+    assert "line one\\nline two" in cell_output(page, 3).inner_text()
+
+
+TURN = "%%lion -b story -m slow\nTell me a very long story."
+
+
+def test_esc_stops_a_streaming_turn_and_keeps_what_came(light_again, jupyter_server):
+    page = light_again
+    notebook = new_notebook(SETUP, SLOW, TURN, 'print("after", 6 * 7)')
+    open_notebook(page, jupyter_server, "turn-keys.ipynb", notebook)
+    run_cell(page, 0)
+    run_cell(page, 1)
+    run_cell(page, 2, wait=False)
+    turn = cell_output(page, 2).locator(".lnb-turn").first
+    turn.locator(".lnb-turn-text").get_by_text("word5").wait_for(timeout=30_000)
+    for theme in ("JupyterLab Dark", "JupyterLab Light"):  # the running turn, Stop included
+        set_theme(page, theme)
+        measured = [m for m in text_contrast(page) if m["widget"] == "lnb-turn"]
+        assert any(m["where"] == "lnb-stop" for m in measured) and _worst(measured) == [], theme
+    turn.locator(".lnb-turn-label").click()  # a click in the turn puts the focus on it
+    assert _focus_in(page, ".lnb-turn")
+
+    pressed = time.monotonic()
+    page.keyboard.press("Escape")
+    turn.locator(".lnb-turn-status").get_by_text("stopped").wait_for(timeout=1_000)
+    stopped_after = time.monotonic() - pressed
+    print(f"Esc stopped the streaming turn in {stopped_after:.2f} s")
+    wait_for_idle(page)
+    kept = turn.locator(".lnb-turn-text").inner_text()
+    assert "word0" in kept and f"word{WORDS - 1}" not in kept  # what came, and only that
+    live = turn.locator(".lnb-live[role=status]").text_content()
+    assert live.startswith("story") and ": stopped, " in live, live
+    assert _focus_in(page, ".lnb-turn")  # Stop went away under nobody's focus
+    run_cell(page, 3)
+    assert "after 42" in cell_output(page, 3).inner_text()
+
+
+EXPLORER = """\
+trip = Branch(name="trip", system="You plan trips.", chat_model=iModel("offline/auto"))
+session = Session(default_branch=trip)
+await trip.communicate("Where should I go in spring?")
+explorer = SessionExplorer(session, height="24em")
+explorer.fork(trip, trip.messages[1])
+explorer.fork(trip, trip.messages[2])
+explorer.select(trip)
+explorer
+"""
+
+
+def test_the_explorer_tree_moves_with_the_arrow_keys(lab_page, jupyter_server):
+    page = lab_page
+    notebook = new_notebook(SETUP, EXPLORER, "print('selected:', explorer.selected.name)")
+    open_notebook(page, jupyter_server, "tree-keys.ipynb", notebook)
+    run_cell(page, 0)
+    run_cell(page, 1)
+    out = cell_output(page, 1)
+    tree = out.get_by_role("tree", name="branches")
+    trip = tree.get_by_role("treeitem", name="trip", exact=True)
+    trip.wait_for(timeout=30_000)
+    assert tree.get_by_role("treeitem").count() == 3
+    trip.locator(":scope > .lnb-node > .lnb-node-name").click()
+    active_cell = "() => window.jupyterapp.shell.currentWidget.content.activeCellIndex"
+    before = page.evaluate(active_cell)
+
+    def on(name: str) -> None:
+        """Wait until the branch ``name`` is selected and has the focus (after the redraw
+        that the kernel's selection causes), and the view shows it."""
+        page.wait_for_function(
+            """(name) => {
+              const item = document.activeElement;
+              return item?.getAttribute('role') === 'treeitem'
+                && item.getAttribute('aria-selected') === 'true'
+                && item.querySelector(':scope > .lnb-node > .lnb-node-name').textContent === name;
+            }""",
+            arg=name,
+            timeout=10_000,
+        )
+        title = out.locator(".lnb-view .lnb-title")
+        page.wait_for_function(
+            "([el, name]) => el.textContent === name", arg=[title.element_handle(), name]
+        )
+
+    page.keyboard.press("ArrowDown")
+    on("trip/fork-1")
+    page.keyboard.press("ArrowDown")
+    on("trip/fork-2")
+    page.keyboard.press("ArrowUp")
+    on("trip/fork-1")
+    page.keyboard.press("End")
+    on("trip/fork-2")
+    page.keyboard.press("ArrowLeft")  # to the parent
+    on("trip")
+    assert page.evaluate(active_cell) == before  # JupyterLab's cell selection did not move
+    assert tree.get_by_role("treeitem", selected=True).count() == 1
+
+    # forking from a message keeps the focus on "fork from here", now in the fork
+    fork = out.locator('.lnb-view .lnb-entry[data-index="2"] [data-action="fork"]')
+    fork.focus()
+    page.keyboard.press("Enter")
+    tree.get_by_role("treeitem", name="trip/fork-3", selected=True).wait_for(timeout=10_000)
+    page.wait_for_function(
+        "() => document.activeElement?.dataset.action === 'fork'"
+        " && document.activeElement.closest('.lnb-entry').dataset.index === '2'"
+        " && document.querySelector('.lnb-view .lnb-title').textContent === 'trip/fork-3'",
+        timeout=10_000,
+    )
+    tree.get_by_role("treeitem", name="trip", exact=True).locator(":scope > .lnb-node").click()
+    run_cell(page, 2)
+    assert "selected: trip" in cell_output(page, 2).inner_text()
+
+
+NB7 = """\
+trip = Branch(name="trip", system="You plan trips.", chat_model=iModel("offline/auto"))
+session = Session(default_branch=trip)
+await trip.communicate("Where should I go in spring?")
+explorer = SessionExplorer(session)
+explorer.fork(trip, trip.messages[1])
+explorer.search("spring")
+explorer
+"""
+
+
+def test_the_widgets_read_in_notebook_7(lab_page, jupyter_server):
+    page = lab_page
+    cells = [SETUP, NB7, "Chat(trip)"]
+    open_notebook(page, jupyter_server, "a11y-nb7.ipynb", new_notebook(*cells), ui="notebook")
+    run_all(page)
+    page.locator(".lnb-chat textarea").wait_for(timeout=30_000)
+    page.locator(".lnb-explorer .lnb-result").first.wait_for(timeout=30_000)
+    measured = text_contrast(page)
+    lowest = min(measured, key=lambda m: m["ratio"] / m["need"])
+    print(f"Notebook 7: {len(measured)} text nodes, lowest {lowest}")
+    assert len(measured) > 30 and _worst(measured) == []
+    assert axe_violations(page) == []
+    assert unnamed_controls(page) == ([], [])
+    screenshot(page, "a11y-notebook7")
