@@ -8,7 +8,8 @@ prints, after a warm-up:
   disabled, then ``gc.collect()`` counts what was left in reference cycles (a count, so it
   is the same on a busy machine);
 - the CPU time per call (``time.process_time``, this process only: the server's work is in
-  its own process), as a ratio to the raw post, the median of alternating rounds.
+  its own process), as a ratio to the raw post: the median over blocks of calls in which
+  the paths take turns.
 
 Every path sends the same system + user messages and gets the same completion. Targets:
 ``iModel.invoke`` <= 1.15x and ``Branch.chat`` <= 1.25x the CPU of the raw post, and no
@@ -165,41 +166,43 @@ async def cyclic_per_call(url: str, setup: Setup, n: int, warmup: int) -> float:
         await close()
 
 
-async def cpu_per_call(url: str, setup: Setup, n: int, warmup: int) -> float:
-    """CPU seconds per call, ``gc`` on as usual (its collections count)."""
-    once, close = await setup(url)
+async def cpu_per_call(url: str, n: int, warmup: int, blocks: int) -> dict[str, float]:
+    """Each path's median CPU seconds per call over ``blocks`` blocks of ``n`` calls, the
+    paths taking turns block by block (so that drift on a shared machine hits all of them
+    alike), ``gc`` on as usual (its collections count)."""
+    made = {name: await setup(url) for name, setup in PATHS.items()}
     try:
-        for _ in range(warmup):
-            await once()
+        for once, _close in made.values():
+            for _ in range(warmup):
+                await once()
         gc.collect()
-        start = time.process_time()
-        for _ in range(n):
-            await once()
-        return (time.process_time() - start) / n
+        samples: dict[str, list[float]] = {name: [] for name in PATHS}
+        for _ in range(blocks):
+            for name, (once, _close) in made.items():
+                start = time.process_time()
+                for _ in range(n):
+                    await once()
+                samples[name].append((time.process_time() - start) / n)
+        return {name: statistics.median(values) for name, values in samples.items()}
     finally:
-        await close()
+        for _once, close in made.values():
+            await close()
 
 
-def measure(n: int = 300, warmup: int = 30, rounds: int = 3) -> dict[str, tuple[float, float]]:
+def measure(n: int = 300, warmup: int = 30, blocks: int = 15) -> dict[str, tuple[float, float]]:
     """Each path's (cyclic objects per call, median CPU seconds per call)."""
-    found: dict[str, tuple[float, float]] = {}
     with Server() as server:
         garbage = {
             name: anyio.run(cyclic_per_call, server.url, setup, n, warmup)
             for name, setup in PATHS.items()
         }
-        cpu: dict[str, list[float]] = {name: [] for name in PATHS}
-        for _ in range(rounds):  # alternate the paths so drift hits all of them alike
-            for name, setup in PATHS.items():
-                cpu[name].append(anyio.run(cpu_per_call, server.url, setup, n, warmup))
-    for name in PATHS:
-        found[name] = (garbage[name], statistics.median(cpu[name]))
-    return found
+        cpu = anyio.run(cpu_per_call, server.url, max(1, n // 10), warmup, blocks)
+    return {name: (garbage[name], cpu[name]) for name in PATHS}
 
 
-def results(n: int = 300, warmup: int = 30, rounds: int = 3) -> list[tuple]:
+def results(n: int = 300, warmup: int = 30, blocks: int = 15) -> list[tuple]:
     """Rows ``(figure, value, target, ratio to raw httpx)`` for ``tests/bench/run_all.py``."""
-    found = measure(n, warmup, rounds)
+    found = measure(n, warmup, blocks)
     base_garbage, base_cpu = found[BASELINE]
     rows = []
     for name, (garbage, cpu) in found.items():
@@ -218,11 +221,11 @@ def results(n: int = 300, warmup: int = 30, rounds: int = 3) -> list[tuple]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("-n", type=int, default=300, help="calls per path per round")
+    parser.add_argument("-n", type=int, default=300, help="calls per path (a tenth per block)")
     parser.add_argument("--warmup", type=int, default=30)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--blocks", type=int, default=15, help="CPU blocks per path")
     args = parser.parse_args()
-    found = measure(args.n, args.warmup, args.rounds)
+    found = measure(args.n, args.warmup, args.blocks)
     base = found[BASELINE][1]
     print(f"{'path':<28} {'cyclic/call':>11} {'CPU/call':>10} {'ratio':>7}")
     for name, (garbage, cpu) in found.items():
