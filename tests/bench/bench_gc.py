@@ -9,7 +9,8 @@ prints, after a warm-up:
   is the same on a busy machine);
 - the CPU time per call (``time.process_time``, this process only: the server's work is in
   its own process), as a ratio to the raw post: the median over blocks of calls in which
-  the paths take turns.
+  the paths take turns;
+- the function calls per call, a steadier proxy for that CPU on a busy machine.
 
 Every path sends the same system + user messages and gets the same completion. Targets:
 ``iModel.invoke`` <= 1.15x and ``Branch.chat`` <= 1.25x the CPU of the raw post, and no
@@ -166,6 +167,32 @@ async def cyclic_per_call(url: str, setup: Setup, n: int, warmup: int) -> float:
         await close()
 
 
+async def python_calls_per_call(url: str, setup: Setup, n: int, warmup: int) -> float:
+    """Python and C function calls per call (``sys.setprofile`` events): a steady proxy for
+    the CPU a path adds, when a shared machine makes times drift (the event loop's polling
+    still varies a little with timing)."""
+    once, close = await setup(url)
+    try:
+        for _ in range(warmup):
+            await once()
+        count = 0
+
+        def profile(frame: Any, event: str, arg: Any) -> None:
+            nonlocal count
+            if event == "call" or event == "c_call":
+                count += 1
+
+        sys.setprofile(profile)
+        try:
+            for _ in range(n):
+                await once()
+        finally:
+            sys.setprofile(None)
+        return count / n
+    finally:
+        await close()
+
+
 async def cpu_per_call(url: str, n: int, warmup: int, blocks: int) -> dict[str, float]:
     """Each path's median CPU seconds per call over ``blocks`` blocks of ``n`` calls, the
     paths taking turns block by block (so that drift on a shared machine hits all of them
@@ -189,25 +216,32 @@ async def cpu_per_call(url: str, n: int, warmup: int, blocks: int) -> dict[str, 
             await close()
 
 
-def measure(n: int = 300, warmup: int = 30, blocks: int = 15) -> dict[str, tuple[float, float]]:
-    """Each path's (cyclic objects per call, median CPU seconds per call)."""
+def measure(
+    n: int = 300, warmup: int = 30, blocks: int = 15
+) -> dict[str, tuple[float, float, float]]:
+    """Each path's (cyclic objects, median CPU seconds, function calls) per call."""
     with Server() as server:
         garbage = {
             name: anyio.run(cyclic_per_call, server.url, setup, n, warmup)
             for name, setup in PATHS.items()
         }
+        calls = {
+            name: anyio.run(python_calls_per_call, server.url, setup, max(1, n // 3), warmup)
+            for name, setup in PATHS.items()
+        }
         cpu = anyio.run(cpu_per_call, server.url, max(1, n // 10), warmup, blocks)
-    return {name: (garbage[name], cpu[name]) for name in PATHS}
+    return {name: (garbage[name], cpu[name], calls[name]) for name in PATHS}
 
 
 def results(n: int = 300, warmup: int = 30, blocks: int = 15) -> list[tuple]:
     """Rows ``(figure, value, target, ratio to raw httpx)`` for ``tests/bench/run_all.py``."""
     found = measure(n, warmup, blocks)
-    base_garbage, base_cpu = found[BASELINE]
+    base_garbage, base_cpu, base_calls = found[BASELINE]
     rows = []
-    for name, (garbage, cpu) in found.items():
+    for name, (garbage, cpu, calls) in found.items():
         target = TARGETS.get(name, "")
         rows.append((f"{name}, CPU per call", f"{cpu * 1e6:.0f} us", target, cpu / base_cpu))
+        rows.append((f"  {name}, function calls per call", f"{calls:.0f}", "", calls / base_calls))
         rows.append(
             (
                 f"  {name}, cyclic garbage per call",
@@ -226,10 +260,13 @@ def main() -> None:
     parser.add_argument("--blocks", type=int, default=15, help="CPU blocks per path")
     args = parser.parse_args()
     found = measure(args.n, args.warmup, args.blocks)
-    base = found[BASELINE][1]
-    print(f"{'path':<28} {'cyclic/call':>11} {'CPU/call':>10} {'ratio':>7}")
-    for name, (garbage, cpu) in found.items():
-        print(f"{name:<28} {garbage:>11.1f} {cpu * 1e6:>8.0f}us {cpu / base:>6.2f}x")
+    _garbage, base, base_calls = found[BASELINE]
+    print(f"{'path':<28} {'cyclic/call':>11} {'CPU/call':>10} {'ratio':>7} {'calls/call':>11}")
+    for name, (garbage, cpu, calls) in found.items():
+        print(
+            f"{name:<28} {garbage:>11.1f} {cpu * 1e6:>8.0f}us {cpu / base:>6.2f}x "
+            f"{calls:>6.0f} {calls / base_calls:.2f}x"
+        )
 
 
 if __name__ == "__main__":
