@@ -128,7 +128,7 @@ class iModel:
             "concurrency_limit": concurrency_limit,
         }
         self._limiter: Any = None
-        if any(v is not None for v in self._limits.values()):
+        if limit_requests is not None or limit_tokens is not None or concurrency_limit is not None:
             from .ratelimit import RateLimiter
 
             self._limiter = RateLimiter(

@@ -241,11 +241,11 @@ class Branch(BranchVerbs, Element):
 
     @property
     def logs(self) -> Pile[Log]:
-        return self._log_manager.logs
+        return self.__pydantic_private__["_log_manager"].logs
 
     @property
     def log_manager(self) -> DataLogger:
-        return self._log_manager
+        return self.__pydantic_private__["_log_manager"]
 
     @property
     def messages(self) -> Pile[RoledMessage]:
@@ -253,7 +253,7 @@ class Branch(BranchVerbs, Element):
 
     @property
     def system(self) -> System | None:
-        return self._message_manager.system
+        return self.__pydantic_private__["_message_manager"].system
 
     @property
     def tools(self) -> dict[str, Tool]:
@@ -261,7 +261,7 @@ class Branch(BranchVerbs, Element):
 
     @property
     def chat_model(self) -> iModel:
-        return self._imodel_manager.chat
+        return self.__pydantic_private__["_imodel_manager"].chat
 
     @chat_model.setter
     def chat_model(self, value: iModel | dict | str) -> None:
@@ -275,7 +275,7 @@ class Branch(BranchVerbs, Element):
 
     @property
     def parse_model(self) -> iModel:
-        return self._imodel_manager.parse
+        return self.__pydantic_private__["_imodel_manager"].parse
 
     @parse_model.setter
     def parse_model(self, value: iModel | dict | str) -> None:
@@ -573,6 +573,35 @@ class Branch(BranchVerbs, Element):
         tool = Tool(consult, name=tool_name, description=consult.__doc__)
         self._action_manager.register_tool(tool, update=update)
         return tool
+
+
+def _private_defaults(cls: type) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``cls``'s private attributes split into plain ``None`` defaults (copied at once) and
+    the rest (each asked for its default, as pydantic does)."""
+    plain, other = {}, {}
+    for name, attr in cls.__private_attributes__.items():
+        if attr.default_factory is None and attr.default is None:
+            plain[name] = None
+        else:
+            other[name] = attr
+    return plain, other
+
+
+_PLAIN_PRIVATE, _OTHER_PRIVATE = _private_defaults(Branch)
+
+
+def _init_private(self: Branch, context: Any, /) -> None:
+    """Branch's private attributes at their defaults, without pydantic's look-up of each of
+    its fourteen defaults (a batch builds one branch per item). A subclass gets pydantic's
+    own initialisation first, which this then leaves alone."""
+    if getattr(self, "__pydantic_private__", None) is None:
+        private = _PLAIN_PRIVATE.copy()
+        for name, attr in _OTHER_PRIVATE.items():
+            private[name] = attr.get_default(call_default_factory=True)
+        object.__setattr__(self, "__pydantic_private__", private)
+
+
+Branch.model_post_init = _init_private  # pydantic calls it by name after validation
 
 
 @contextmanager

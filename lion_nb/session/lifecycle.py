@@ -122,7 +122,8 @@ async def _emit(branch: Branch, signal: Signal) -> None:
 
 async def observed_run(branch: Branch, awaitable: Awaitable[T], operation: str) -> T:
     """Await ``awaitable`` as one observed run of ``operation`` on ``branch``."""
-    if branch._observer is None or in_nested_turn(branch):
+    # the private dict, not pydantic's attribute look-up: every turn passes here
+    if branch.__pydantic_private__["_observer"] is None or in_nested_turn(branch):
         return await awaitable
     life = RunLifecycle(branch, operation)
     await life.start()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import enum
+import inspect
 import json
 import time
 import uuid
@@ -563,6 +564,29 @@ def test_function_is_kept_by_copy_but_never_saved():
     call = ask(rebuilt)
     assert isinstance(call.error, ConfigurationError)
     assert "`function=`" in str(call.error)
+
+
+def test_function_signature_is_read_once_and_again_for_a_new_function():
+    class Play:
+        """A callable that counts how often its signature is read."""
+
+        reads = 0
+
+        @property
+        def __signature__(self) -> inspect.Signature:
+            Play.reads += 1
+            return inspect.signature(lambda messages, tools=None: None)
+
+        def __call__(self, messages, tools=None):
+            return f"tools: {tools}"
+
+    model = iModel("offline/function", function=Play())
+    for _ in range(5):
+        assert ask(model).response.text == "tools: None"
+    assert Play.reads == 1  # a turn does not pay for inspecting the function again
+
+    model.endpoint.function = lambda messages, **request: f"keys: {sorted(request)}"
+    assert ask(model).response.text == "keys: ['options', 'response_format', 'tools']"
 
 
 def test_function_must_be_callable():

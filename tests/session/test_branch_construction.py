@@ -195,3 +195,26 @@ def test_explicit_memory_store_is_retained_by_identity():
 
 def test_system_sender_is_recorded():
     assert Branch(system="x", system_sender="ops").system.sender == "ops"
+
+
+def test_private_state_starts_at_the_declared_defaults_and_is_not_shared():
+    a, b = Branch(), Branch()
+    declared = Branch.__private_attributes__
+    assert set(a.__pydantic_private__) == set(declared)
+    for name, attr in declared.items():
+        if name.endswith("_manager"):
+            continue  # built by __init__
+        assert getattr(a, name) == attr.get_default(call_default_factory=True), name
+    assert a._pending_signals is not b._pending_signals
+
+
+def test_a_subclass_with_private_state_of_its_own_starts_at_its_defaults():
+    from pydantic import PrivateAttr
+
+    class Tagged(Branch):
+        _tags: list = PrivateAttr(default_factory=list)
+        _label: str = PrivateAttr("plain")
+
+    t = Tagged()
+    assert (t._tags, t._label, t._observer, t._pending_signals) == ([], "plain", None, set())
+    assert t._tags is not Tagged()._tags and t.msgs.on_message_added == [t._schedule_emit]

@@ -8,6 +8,7 @@ pointed at ``http://localhost:11434/v1``.
 from __future__ import annotations
 
 import importlib
+import sys
 from typing import Any
 
 from ...errors import ConfigurationError
@@ -88,6 +89,9 @@ def resolve_provider(provider: str) -> tuple[str, dict[str, Any]]:
 
 def endpoint_class(name: str) -> type[Endpoint]:
     module_name, _, attr = ENDPOINTS[name].partition(":")
+    module = sys.modules.get(module_name)  # every model built after the first one
+    if module is not None:
+        return getattr(module, attr)
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:

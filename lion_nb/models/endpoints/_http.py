@@ -314,6 +314,22 @@ class HTTPClient:
                 return False
             return final is None or not isinstance(exc, ProviderError) or not final(exc)
 
+        try:  # most calls succeed at once: no retry machinery (and its cyclic garbage) then
+            return await attempt_once(*args)
+        except BaseException as exc:
+            if not again(exc):
+                raise
+            if not self.max_retries:
+                if isinstance(exc, ProviderError):
+                    exhausted(exc, 0)
+                raise
+            failed = [exc]
+
+        async def retried(*args: Any) -> Any:  # tenacity sees the first failure as attempt 1
+            if failed:
+                raise failed.pop()
+            return await attempt_once(*args)
+
         retrying = AsyncRetrying(
             stop=stop_after_attempt(self.max_retries + 1),
             retry=retry_if_exception(again),
@@ -325,7 +341,7 @@ class HTTPClient:
         try:
             async for attempt in retrying:
                 with attempt:
-                    return await attempt_once(*args)
+                    return await retried(*args)
         except ProviderError as exc:
             if again(exc):  # the policy would have gone on
                 exhausted(exc, self.max_retries)

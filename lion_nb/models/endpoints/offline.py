@@ -108,6 +108,8 @@ class OfflineEndpoint(APIEndpoint):
         self.delay = float(delay)
         self.calls: list[ChatRequest] = []
         self._played = 0
+        # ``function`` and the request keywords it takes (the signature is read once)
+        self._signature: tuple[Callable[..., Any], frozenset[str] | None] | None = None
 
     # -- configuration ------------------------------------------------------------------------
     def config(self) -> dict[str, Any]:
@@ -162,7 +164,12 @@ class OfflineEndpoint(APIEndpoint):
             "response_format": request.response_format,
             "options": request.options,
         }
-        result = f(request.messages, **_accepted(f, extra))
+        if self._signature is None or self._signature[0] is not f:  # read once per function
+            self._signature = (f, _accepted_names(f))
+        names = self._signature[1]
+        if names is not None:
+            extra = {k: v for k, v in extra.items() if k in names}
+        result = f(request.messages, **extra)
         if inspect.isawaitable(result):
             result = await result
         if isinstance(result, ModelResponse):
@@ -412,16 +419,16 @@ def _provider_error(message: str, status: int | None) -> ProviderError:
     return kind(message, provider="offline", status=status)
 
 
-def _accepted(f: Callable[..., Any], extra: dict[str, Any]) -> dict[str, Any]:
-    """The request keywords ``f`` takes (all of them when it has ``**kwargs``)."""
+def _accepted_names(f: Callable[..., Any]) -> frozenset[str] | None:
+    """The keywords ``f`` takes by name; ``None`` when it takes any (``**kwargs``) or its
+    signature cannot be read."""
     try:
         params = inspect.signature(f).parameters.values()
     except (TypeError, ValueError):
-        return extra
+        return None
     if any(p.kind is p.VAR_KEYWORD for p in params):
-        return extra
-    names = {p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
-    return {k: v for k, v in extra.items() if k in names}
+        return None
+    return frozenset(p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
 
 
 # -- the response -------------------------------------------------------------------------------
