@@ -304,7 +304,7 @@ def test_missing_executable_names_it_and_the_fix(
 
 def test_cli_path_is_used_instead_of_path(fake_cli, monkeypatch, tmp_path, collect):
     fake = Path(__file__).resolve().parents[2] / "fakes" / "bin" / "claude"
-    python_dir = os.path.dirname(shutil.which("python3"))  # for the fake's shebang only
+    python_dir = os.path.dirname(sys.executable)  # for the fake's shebang only (never a shim)
     monkeypatch.setenv("PATH", os.pathsep.join([str(tmp_path), python_dir]))
     assert shutil.which("claude") is None
     chunks = collect(claude(cli_path=str(fake)), "x")
