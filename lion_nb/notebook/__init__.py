@@ -10,15 +10,16 @@ from .._lazy import lazy_exports
 _EXPORTS = {
     "load_ipython_extension": "lion_nb.notebook.extension",
     "unload_ipython_extension": "lion_nb.notebook.extension",
-    "current_session": "lion_nb.notebook.session",
-    "notebook_state": "lion_nb.notebook.session",
+    "current_session": "lion_nb.notebook.state.session",
+    "notebook_state": "lion_nb.notebook.state.session",
+    "reset_notebook_state": "lion_nb.notebook.state.session",
     "LionMagics": "lion_nb.notebook.magics",
-    "RunHandle": "lion_nb.notebook.background",
-    "RunInterrupted": "lion_nb.notebook.runner",
-    "TurnView": "lion_nb.notebook.display",
-    "TurnInfo": "lion_nb.notebook.display",
-    "set_view_factory": "lion_nb.notebook.display",
-    "interpolate": "lion_nb.notebook.interpolate",
+    "RunHandle": "lion_nb.notebook.cell.background",
+    "RunInterrupted": "lion_nb.notebook.cell.runner",
+    "TurnView": "lion_nb.notebook.cell.display",
+    "TurnInfo": "lion_nb.notebook.cell.display",
+    "set_view_factory": "lion_nb.notebook.cell.display",
+    "interpolate": "lion_nb.notebook.cell.interpolate",
 }
 
 __all__ = sorted(_EXPORTS)

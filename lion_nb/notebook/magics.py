@@ -27,7 +27,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
 from traitlets import Bool, Dict, Enum, Float, Int, TraitError, Unicode, validate
 
-from .options import (
+from .cell.options import (
     FORMATS,
     OPTION_STRINGS,
     POLICIES,
@@ -35,7 +35,7 @@ from .options import (
     parse_with_hint,
     turn_parser,
 )
-from .runner import run_sync
+from .cell.runner import run_sync
 
 __all__ = ["ENV", "LionMagics"]
 
@@ -132,7 +132,7 @@ class LionMagics(Magics):
 
     @validate("default_model")
     def _check_default_model(self, proposal: Any) -> str:
-        from .options import check_model_spec
+        from .cell.options import check_model_spec
 
         try:
             return check_model_spec(proposal["value"].strip(), "default_model")
@@ -141,7 +141,7 @@ class LionMagics(Magics):
 
     @validate("aliases")
     def _check_aliases(self, proposal: Any) -> dict:
-        from .options import check_model_spec
+        from .cell.options import check_model_spec
 
         for name, spec in proposal["value"].items():
             if not isinstance(name, str) or not isinstance(spec, str) or "/" not in spec:
@@ -176,13 +176,13 @@ class LionMagics(Magics):
                 )
 
     def _resize_log(self, change: dict[str, Any]) -> None:
-        from .session import notebook_state
+        from .state.session import notebook_state
 
         notebook_state().resize_signal_log(change["new"])
 
     @property
     def state(self) -> Any:
-        from .session import notebook_state
+        from .state.session import notebook_state
 
         state = notebook_state()
         if state._session is None:
@@ -218,10 +218,10 @@ class LionMagics(Magics):
 
     async def turn(self, opts: TurnOptions, body: str, *, cell_value: bool) -> Any:
         """Interpolate, plan and run one turn; with ``--bg``, return its handle at once."""
-        from .turn import prepare, run_foreground
+        from .cell.turn import prepare, run_foreground
 
         if opts.map_over is not None or opts.compare:  # one turn per item / per model
-            from .batch_cells import run_batch_cell
+            from .cell.batch_cells import run_batch_cell
 
             opts, body = _scrubbed(opts, body)
             return await run_batch_cell(self, opts, body, cell_value=cell_value)
@@ -233,11 +233,11 @@ class LionMagics(Magics):
 
     def start_background(self, opts: TurnOptions, body: str, *, cell_value: bool) -> Any:
         """Start a ``--bg`` turn on the running (or IPython's idle) loop; return its handle."""
-        from .turn import prepare, start_background_turn
+        from .cell.turn import prepare, start_background_turn
 
         opts, body = _scrubbed(opts, body)
         if opts.map_over is not None:
-            from .batch_cells import start_batch_cell
+            from .cell.batch_cells import start_batch_cell
 
             return start_batch_cell(self, opts, body, cell_value=cell_value)
         plan, view = prepare(self, opts, body)
@@ -279,14 +279,14 @@ class LionMagics(Magics):
 
     def run_line(self, line: str, *, assigned: bool = True) -> Any:
         """Run ``%lion`` from synchronous code (``ask`` / ``explain`` through `run_sync`)."""
-        from .commands import dispatch
+        from .commands.registry import dispatch
 
         return dispatch(self, line, assigned=assigned)
 
     async def run_line_async(self, line: str, *, assigned: bool = True) -> Any:
         """Run ``%lion`` from an awaited line. Unassigned, ``ask`` / ``explain`` make their
         answer the cell's value and return ``None``."""
-        from .commands import dispatch_async
+        from .commands.registry import dispatch_async
 
         return await dispatch_async(self, line, assigned=assigned)
 

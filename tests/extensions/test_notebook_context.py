@@ -74,7 +74,7 @@ def test_variables_the_instruction_and_the_latest_cells_mention_come_first(shell
 
 
 def test_recent_cells_come_from_the_input_history_oldest_first(shell):
-    from lion_nb.notebook.session import reset_notebook_state
+    from lion_nb.notebook.state.session import reset_notebook_state
 
     shell.run_line_magic("load_ext", "lion_nb")
     try:

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from lion_nb import current_session
-from lion_nb.notebook.persistence import installed
-from lion_nb.notebook.session import reset_notebook_state
+from lion_nb.notebook.state.persistence import installed
+from lion_nb.notebook.state.session import reset_notebook_state
 from lion_nb.store import SessionStore, StoreWarning
 from lion_nb.store.location import store_path
 from tests.notebook.nbshell import run, usage_error

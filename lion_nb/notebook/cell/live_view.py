@@ -20,7 +20,7 @@ class WidgetView(TurnView):
 
     def __init__(self, info: TurnInfo):
         super().__init__(info)
-        from ..widgets.turn import TurnWidget
+        from ...widgets.turn import TurnWidget
 
         head = " · ".join(p for p in (info.branch, info.operation, info.model) if p)
         self.widget = TurnWidget(

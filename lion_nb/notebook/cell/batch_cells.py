@@ -205,7 +205,7 @@ async def run_batch_cell(magics: Any, opts: TurnOptions, body: str, *, cell_valu
         raise
     finally:
         state.swap_foreground_stop(previous, only_if=run.stop)
-        from ..widgets.progress import TextProgress
+        from ...widgets.progress import TextProgress
 
         if isinstance(view, TextProgress):
             view.close()
@@ -235,7 +235,7 @@ def _bind_when_done(magics: Any, opts: TurnOptions, run: Any) -> None:
 def _show_progress(magics: Any, opts: TurnOptions, run: Any) -> Any:
     if opts.quiet:
         return None
-    from ..widgets.progress import show_progress
+    from ...widgets.progress import show_progress
 
     return show_progress(
         run, live=magics.live_view, max_rate=magics.max_updates_per_second, in_cell=True
@@ -249,7 +249,7 @@ def _deliver(magics: Any, opts: TurnOptions, run: Any, output: Any, *, cell_valu
 
     if not opts.quiet:
         if opts.compare:
-            from ..widgets.compare import Comparison
+            from ...widgets.compare import Comparison
 
             display(Comparison(run))
         elif run._kind != "list":

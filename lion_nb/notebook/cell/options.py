@@ -397,8 +397,8 @@ def resolve_tools(names: list[str], namespace: Mapping[str, Any]) -> list[Callab
 
 def resolve_model(spec: str, namespace: Mapping[str, Any], aliases: Mapping[str, str]) -> Any:
     """An iModel from an alias, an ``iModel`` variable or a ``provider/model`` string."""
-    from ..errors import ConfigurationError
-    from ..models.imodel import iModel
+    from ...errors import ConfigurationError
+    from ...models.imodel import iModel
 
     spec = spec.strip()
     obj = namespace.get(spec) if spec.isidentifier() else None

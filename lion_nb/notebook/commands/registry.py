@@ -16,7 +16,7 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import MagicArgumentParser
 
-from .render import Table
+from ..cell.render import Table
 
 __all__ = ["COMMANDS", "dispatch", "dispatch_async"]
 
@@ -43,7 +43,7 @@ def command(name: str, summary: str, *args: tuple[tuple, dict]) -> Callable[[Cal
     """Register a subcommand with its parser arguments (``((flags...), {kwargs})`` pairs)."""
 
     def decorate(func: Callable) -> Callable:
-        from .options import help_formatter
+        from ..cell.options import help_formatter
 
         parser = MagicArgumentParser(
             prog=f"lion {name}", description=summary, formatter_class=help_formatter()
@@ -81,7 +81,7 @@ def _find(name: str) -> _Command:
 
 def _parse(cmd: _Command, rest: str) -> Any:
     """The subcommand's arguments; ``None`` when ``-h`` / ``--help`` printed its usage."""
-    from .options import split_line, wants_help
+    from ..cell.options import split_line, wants_help
 
     words = split_line(rest, f"%lion {cmd.name}")
     if wants_help(words):
@@ -100,7 +100,7 @@ def dispatch(magics: Any, line: str, *, assigned: bool = True) -> Any:
     `run_sync`, except ``ask --bg``, which starts on this thread's loop and returns the handle.
     Unassigned (``assigned=False``), their answer is the cell's value and they return ``None``.
     """
-    from .runner import run_sync
+    from ..cell.runner import run_sync
 
     name, rest = _split(line)
     if name == "ask":
@@ -129,7 +129,7 @@ async def dispatch_async(magics: Any, line: str, *, assigned: bool = True) -> An
             return None
         return await _ask(magics, opts, assigned=assigned)
     if name == "explain":
-        from .commands_session import explain
+        from .session import explain
 
         args = _parse(_find(name), rest)
         if args is None:
@@ -212,7 +212,7 @@ def _help(magics: Any, args: Any) -> None:
 
 def _usage(topic: str) -> str:
     if topic == "ask":
-        from .magics import _ask_parser
+        from ..magics import _ask_parser
 
         return _ask_parser().format_help()
     return _find(topic).parser.format_help()
@@ -254,14 +254,14 @@ def _switch(magics: Any, args: Any) -> None:
     arg("-s", "--system", metavar="TEXT", help="system prompt"),
 )
 def _new(magics: Any, args: Any) -> Any:
-    from .turn import default_model, model_for
+    from ..cell.turn import default_model, model_for
 
     state = magics.state
     if state.branch(args.name) is not None:
         raise UsageError(
             f"`%lion new {args.name}`: that branch exists; `%lion switch {args.name}` uses it."
         )
-    from ..models.secrets import scrub
+    from ...models.secrets import scrub
 
     model = model_for(magics, args.model, None) if args.model else default_model(magics)
     system = scrub(args.system) if args.system else args.system  # cell source, like a prompt
@@ -365,8 +365,8 @@ def _signals(magics: Any, args: Any) -> Table:
 
 # registration order is the order in which `%lion help` lists the subcommands
 # isort: off
-from . import commands_session as _registers_more  # noqa: E402,F401  (registers the rest)
-from . import commands_store as _registers_store  # noqa: E402,F401
-from . import commands_extend as _registers_extend  # noqa: E402,F401
-from . import commands_cassette as _registers_cassette  # noqa: E402,F401
+from . import session as _registers_more  # noqa: E402,F401  (registers the rest)
+from . import store as _registers_store  # noqa: E402,F401
+from . import extend as _registers_extend  # noqa: E402,F401
+from . import cassette as _registers_cassette  # noqa: E402,F401
 # isort: on

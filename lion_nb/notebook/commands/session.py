@@ -21,8 +21,8 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
-from .commands import _branch, _model_label, _short, arg, command
-from .render import Table
+from ..cell.render import Table
+from .registry import _branch, _model_label, _short, arg, command
 
 __all__ = ["explain"]
 
@@ -32,8 +32,8 @@ FILE_FORMAT = "lion_nb.session/1"
 # -- models ------------------------------------------------------------------------------------
 @command("models", "List each branch's model, the aliases and the default for new branches.")
 def _models(magics: Any, args: Any) -> Table:
-    from ..models.endpoints import ENDPOINTS, PRESETS
-    from ..settings import default_chat_model
+    from ...models.endpoints import ENDPOINTS, PRESETS
+    from ...settings import default_chat_model
 
     state = magics.state
     rows = [
@@ -62,7 +62,7 @@ def _models(magics: Any, args: Any) -> Table:
     arg("-b", "--branch", metavar="NAME", help="branch (default: the active one)"),
 )
 def _model(magics: Any, args: Any) -> None:
-    from .options import resolve_model
+    from ..cell.options import resolve_model
 
     branch = _branch(magics, args.branch)
     branch.chat_model = resolve_model(args.model, magics.shell.user_ns, dict(magics.aliases))
@@ -116,7 +116,7 @@ def _alias(magics: Any, args: Any) -> Any:
     arg("--remove", action="store_true", help="remove these tools instead"),
 )
 def _tool(magics: Any, args: Any) -> None:
-    from .options import resolve_tools
+    from ..cell.options import resolve_tools
 
     branch = _branch(magics, args.branch)
     if args.remove:
@@ -182,7 +182,7 @@ Error and traceback:
     arg("-q", "--quiet", action="store_true"),
 )
 def _explain_sync(magics: Any, args: Any, *, assigned: bool = True) -> Any:
-    from .runner import run_sync
+    from ..cell.runner import run_sync
 
     return run_sync(explain(magics, args, assigned=assigned))
 
@@ -190,8 +190,8 @@ def _explain_sync(magics: Any, args: Any, *, assigned: bool = True) -> Any:
 async def explain(magics: Any, args: Any, *, assigned: bool = True) -> Any:
     """Explain the last error on a branch. Unassigned, the answer is the cell's value and
     ``None`` is returned, so it is shown once."""
-    from .options import TurnOptions
-    from .render import FORMATS
+    from ..cell.options import TurnOptions
+    from ..cell.render import FORMATS
 
     last = magics.state.errors.last
     if last is None:
@@ -245,7 +245,7 @@ def _save(magics: Any, args: Any) -> None:
 
 def _scrub_data(value: Any) -> Any:
     """``value`` (JSON data) with every string in it scrubbed of secrets, keys included."""
-    from ..models.secrets import scrub
+    from ...models.secrets import scrub
 
     if isinstance(value, str):
         return scrub(value)
@@ -264,11 +264,11 @@ def _scrub_data(value: Any) -> Any:
     arg("--session", metavar="ID", help="restore this saved session (`%%lion sessions` lists)"),
 )
 def _load(magics: Any, args: Any) -> None:
-    from ..session.session import Session
+    from ...session.session import Session
 
     _no_runs(magics, "load")
     if args.path is None:
-        from .commands_store import restore
+        from .store import restore
 
         restore(magics, args.session)
         return
@@ -313,7 +313,7 @@ def _load(magics: Any, args: Any) -> None:
 def _reset(magics: Any, args: Any) -> None:
     state = magics.state
     if args.all:
-        from ..session.session import Session
+        from ...session.session import Session
 
         _no_runs(magics, "reset --all")
         state.attach(Session())
@@ -338,7 +338,7 @@ def _reset(magics: Any, args: Any) -> None:
 def _config(magics: Any, args: Any) -> Any:
     from traitlets import TraitError
 
-    from .magics import ENV
+    from ..magics import ENV
 
     traits = magics.traits(config=True)
     if args.name is None:

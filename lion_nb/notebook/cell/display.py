@@ -86,7 +86,7 @@ class HandleView(TurnView):
 
     def __init__(self, info: TurnInfo):
         super().__init__(info)
-        from ..widgets._throttle import Throttle
+        from ...widgets._throttle import Throttle
 
         self._handle: Any = None
         self._text: list[str] = []

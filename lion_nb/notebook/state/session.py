@@ -84,14 +84,14 @@ class NotebookState:
     @property
     def session(self) -> Any:
         if self._session is None:
-            from ..session.session import Session
+            from ...session.session import Session
 
             self.attach(Session())
         return self._session
 
     def attach(self, session: Any) -> None:
         """Make ``session`` the notebook's Session (used on first use, load and reset)."""
-        from ..protocols.signals import Signal
+        from ...protocols.signals import Signal
 
         if self._subscription is not None:
             self._subscription()
@@ -116,7 +116,7 @@ class NotebookState:
         if self._session is not None:
             if self._subscription is not None:
                 self._subscription()
-            from ..protocols.signals import Signal
+            from ...protocols.signals import Signal
 
             self._subscription = self._session.observe(Signal, self.signals.append)
 

@@ -76,8 +76,8 @@ class NotebookPersistence:
     @property
     def store(self) -> Any:
         """The store at ``LionMagics.store_path`` (opened on first use)."""
-        from ..store.location import store_path
-        from ..store.store import open_store
+        from ...store.location import store_path
+        from ...store.store import open_store
 
         path = store_path(self.magics.store_path or None)
         if self._store is None or self._store.path != path:
@@ -95,7 +95,7 @@ class NotebookPersistence:
         seed, self._seed = self._seed, None
         if not self.magics.autosave:
             return
-        from ..store.autosave import Autosaver
+        from ...store.autosave import Autosaver
 
         if seed is not None and seed.id != str(session.id):
             seed = None
@@ -132,7 +132,7 @@ class NotebookPersistence:
             self.follow(state._session)
 
     def _failed(self, error: Exception) -> None:
-        from ..store.errors import StoreWarning
+        from ...store.errors import StoreWarning
 
         warnings.warn(
             StoreWarning(
@@ -153,7 +153,7 @@ class NotebookPersistence:
 
     def _on_config(self, change: dict[str, Any]) -> None:
         if change["name"] == "store_path":
-            from ..store.location import configure
+            from ...store.location import configure
 
             configure(change["new"] or None)
         self.restart()
@@ -162,8 +162,8 @@ class NotebookPersistence:
     def find(self, ref: str | None, *, current: Any = None) -> str:
         """The id of the session to restore: ``ref`` (an id or its start), else this
         notebook's latest (not the one running now). A `UsageError` says what is missing."""
-        from ..errors import ItemNotFoundError
-        from ..store.errors import StoreError
+        from ...errors import ItemNotFoundError
+        from ...store.errors import StoreError
 
         store = self.store
         if not store.exists():
@@ -195,8 +195,8 @@ class NotebookPersistence:
     def restore(self, state: Any, ref: str | None = None) -> Any:
         """Make the saved session ``ref`` (default: this notebook's latest) the notebook's
         Session and follow it; returns it."""
-        from ..store.errors import StoreError
-        from ..store.rows import build_session
+        from ...store.errors import StoreError
+        from ...store.rows import build_session
 
         session_id = self.find(ref, current=state._session)
         try:
@@ -210,7 +210,7 @@ class NotebookPersistence:
 
     def restore_on_load(self, state: Any) -> Any:
         """``restore_on_load``: restore quietly; a problem is a warning, never a failure."""
-        from ..store.errors import StoreWarning
+        from ...store.errors import StoreWarning
 
         if not self.store.exists():
             return None
@@ -230,7 +230,7 @@ class NotebookPersistence:
 def install(ipython: Any, magics: Any) -> Callable[[], None]:
     """Set up autosave for ``magics``' shell; returns what undoes it."""
     global _installed
-    from ..store.location import configure
+    from ...store.location import configure
     from .session import notebook_state
 
     persistence = NotebookPersistence(magics)

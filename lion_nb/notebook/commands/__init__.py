@@ -1,0 +1,1 @@
+"""The ``%lion`` subcommands, one module per group, dispatched by `registry`."""
