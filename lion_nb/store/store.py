@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ItemNotFoundError
+from ..store_location import store_path
 from .errors import StoreError, conflict_error, translate
-from .location import store_path
 from .rows import BranchRows, SessionRows
 from .worker import Worker
 
@@ -277,7 +277,7 @@ _OPEN_LOCK = threading.Lock()
 
 
 class SessionStore:
-    """Saved sessions in the SQLite file at ``path`` (default: see `lion_nb.store.location`).
+    """Saved sessions in the SQLite file at ``path`` (default: see `lion_nb.store_location`).
 
     ``timeout`` is how long a write waits for another process's lock (default 5 s, or
     ``LION_NB_STORE_TIMEOUT``); ``pragmas`` are extra SQLite settings for every connection

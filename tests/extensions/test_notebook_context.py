@@ -13,7 +13,7 @@ import pytest
 from extensions.notebook_context import NotebookContext, describe
 from lion_nb import Session, iModel
 from lion_nb.extensions import load_extension
-from lion_nb.protocols.tokens import estimate_tokens
+from lion_nb.tokens import estimate_tokens
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "extensions"
 

@@ -23,7 +23,7 @@ from lion_nb import current_session
 from lion_nb.notebook.state.persistence import installed
 from lion_nb.notebook.state.session import reset_notebook_state
 from lion_nb.store import SessionStore, StoreWarning
-from lion_nb.store.location import store_path
+from lion_nb.store_location import store_path
 from tests.notebook.nbshell import run, usage_error
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -65,7 +65,7 @@ def test_load_ext_opens_no_database(tmp_path):
     )
     # (IPython's own history imports sqlite3; lion_nb adds only where the store would be)
     loaded = json.loads(out.stdout.strip().splitlines()[-1])
-    assert loaded == ["lion_nb.store", "lion_nb.store.location"], out.stderr
+    assert loaded == ["lion_nb.store_location"], out.stderr
     assert list(tmp_path.iterdir()) == []  # no .lion_nb folder until something is saved
 
 

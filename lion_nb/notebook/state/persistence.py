@@ -76,8 +76,8 @@ class NotebookPersistence:
     @property
     def store(self) -> Any:
         """The store at ``LionMagics.store_path`` (opened on first use)."""
-        from ...store.location import store_path
         from ...store.store import open_store
+        from ...store_location import store_path
 
         path = store_path(self.magics.store_path or None)
         if self._store is None or self._store.path != path:
@@ -153,7 +153,7 @@ class NotebookPersistence:
 
     def _on_config(self, change: dict[str, Any]) -> None:
         if change["name"] == "store_path":
-            from ...store.location import configure
+            from ...store_location import configure
 
             configure(change["new"] or None)
         self.restart()
@@ -230,7 +230,7 @@ class NotebookPersistence:
 def install(ipython: Any, magics: Any) -> Callable[[], None]:
     """Set up autosave for ``magics``' shell; returns what undoes it."""
     global _installed
-    from ...store.location import configure
+    from ...store_location import configure
     from .session import notebook_state
 
     persistence = NotebookPersistence(magics)
