@@ -116,7 +116,7 @@ class ProviderRun(BatchRun):
         self._setup(poll)
 
     def _setup(self, poll_interval: float | None) -> None:
-        from ..models.endpoints.batches import batch_service
+        from ..models.batch_service import batch_service
 
         self.poll_interval = _interval(poll_interval)
         self.service = batch_service(self.model)
