@@ -338,7 +338,7 @@ class Session(Element):
         ``concurrency``, ``column``,
         ``price``, ``name``, ``via`` (``"live"`` or ``"batch"``: the provider's batch API,
         with ``poll_interval``); the rest go to the operation."""
-        from .batch import start_map
+        from .batch_start import start_map
 
         return start_map(self, items, instruction, **kwargs)
 
