@@ -29,6 +29,8 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
+from .session import on_attach
+
 __all__ = ["NotebookPersistence", "checkpoint", "install", "installed", "session_attached"]
 
 RESUME_HINT = "`%lion autosave on` tries again"
@@ -42,9 +44,12 @@ def installed() -> NotebookPersistence | None:
 
 
 def session_attached(state: Any, session: Any) -> None:
-    """`NotebookState.attach` calls this: follow the new Session."""
+    """Follow the new Session (`NotebookState.attach` calls this through `on_attach`)."""
     if _installed is not None:
         _installed.follow(session)
+
+
+on_attach(session_attached)
 
 
 def checkpoint(session: Any) -> None:

@@ -25,12 +25,24 @@ __all__ = [
     "current_session",
     "find_branch",
     "notebook_state",
+    "on_attach",
     "reset_notebook_state",
 ]
 
 DEFAULT_BRANCH = "main"
 
 _state: NotebookState | None = None
+
+#: called as ``hook(state, session)`` after every `NotebookState.attach`
+_attach_hooks: list[Callable[[NotebookState, Any], None]] = []
+
+
+def on_attach(hook: Callable[[NotebookState, Any], None]) -> None:
+    """Call ``hook(state, session)`` whenever a Session becomes the notebook's (first use,
+    ``%lion load``, ``%lion reset --all``). What follows the Session from above -- autosave --
+    registers here, so the state imports none of it."""
+    if hook not in _attach_hooks:
+        _attach_hooks.append(hook)
 
 
 def notebook_state() -> NotebookState:
@@ -107,9 +119,8 @@ class NotebookState:
         from .autoload import autoload
 
         autoload(session)  # installed entry-point extensions; each broken one is a warning
-        from .persistence import session_attached
-
-        session_attached(self, session)  # autosave follows the new Session (when loaded)
+        for hook in list(_attach_hooks):
+            hook(self, session)  # e.g. autosave follows the new Session (when loaded)
 
     def resize_signal_log(self, size: int) -> None:
         self.signals = deque(self.signals, maxlen=max(1, size))
