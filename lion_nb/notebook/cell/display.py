@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
+
+from .view import TurnInfo, TurnView, show_answer
 
 __all__ = [
     "HandleView",
@@ -37,41 +38,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger("lion_nb.notebook")
-
-
-@dataclass(slots=True)
-class TurnInfo:
-    """What a view knows about the turn it shows."""
-
-    branch: str
-    operation: str
-    model: str
-    fmt: str = "markdown"
-    background: bool = False
-    max_rate: float = 20.0
-    note: str = ""
-    #: stops the turn (a Stop button calls it); ``True`` if it was still running. Set by the
-    #: runner once the turn's task exists; ``None`` until then.
-    stop: Callable[[], bool] | None = None
-    #: "auto" (a widget where a widget front end is present, else text), "widget" or "text"
-    live: str = "auto"
-
-
-class TurnView:
-    """The seam. Every method is optional to override and must not raise."""
-
-    def __init__(self, info: TurnInfo):
-        self.info = info
-
-    def start(self) -> None: ...
-
-    def text(self, fragment: str) -> None: ...
-
-    def message(self, message: Any) -> None: ...
-
-    def finish(self, result: Any) -> None: ...
-
-    def fail(self, error: BaseException, *, interrupted: bool = False) -> None: ...
 
 
 _EMPTY: dict[str, Any] = {"text/plain": ""}
@@ -161,25 +127,6 @@ class HandleView(TurnView):
         steps_html = f"<pre>{escape(steps)}</pre>" if steps else ""
         html = f"<div><small>{escape(head)}</small>{steps_html}{body}</div>"
         return {"text/html": html, "text/plain": plain}
-
-
-def show_answer(result: Any, info: TurnInfo) -> None:
-    """Display a finished turn's answer once, as its own output (with the re-run note)."""
-    from html import escape
-
-    from .render import mime_bundle
-
-    bundle = mime_bundle(result, info.fmt)
-    if info.note:  # e.g. where a re-run kept the earlier turn
-        bundle["text/plain"] = f"[{info.note}]\n{bundle.get('text/plain', '')}"
-        if "text/html" in bundle:
-            bundle["text/html"] = f"<small>{escape(info.note)}</small>{bundle['text/html']}"
-    try:
-        from IPython.display import display
-
-        display(bundle, raw=True)
-    except Exception:
-        logger.warning("could not display the answer", exc_info=True)
 
 
 def widget_frontend() -> bool:

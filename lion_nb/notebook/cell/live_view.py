@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .display import TurnInfo, TurnView, show_answer
+from .view import TurnInfo, TurnView, show_answer
 
 __all__ = ["WidgetView"]
 
