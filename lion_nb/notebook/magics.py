@@ -32,6 +32,7 @@ from .cell.options import (
     OPTION_STRINGS,
     POLICIES,
     TurnOptions,
+    ask_parser,
     parse_with_hint,
     turn_parser,
 )
@@ -63,6 +64,9 @@ _MAX_SIGNAL_LOG = 10_000_000
 @magics_class
 class LionMagics(Magics):
     """Language-model turns in cells, on the notebook's Session."""
+
+    #: trait -> environment variable that sets its default (``%lion config`` shows them)
+    env_vars = ENV
 
     default_model = Unicode(
         "", help="Model of new branches: an alias or provider/model ('' = the settings' default)."
@@ -210,7 +214,7 @@ class LionMagics(Magics):
 
     def parse_turn(self, line: str, magic: str, *, prompt: bool = False) -> TurnOptions | None:
         """The turn's options; ``None`` when ``-h`` / ``--help`` asked for (and got) the help."""
-        parser = _TURN_PARSER if not prompt else _ask_parser()
+        parser = _TURN_PARSER if not prompt else ask_parser()
         args = parse_with_hint(parser, line, magic, OPTION_STRINGS)
         if args is None:
             return None
@@ -279,14 +283,14 @@ class LionMagics(Magics):
 
     def run_line(self, line: str, *, assigned: bool = True) -> Any:
         """Run ``%lion`` from synchronous code (``ask`` / ``explain`` through `run_sync`)."""
-        from .commands.registry import dispatch
+        from .commands import dispatch
 
         return dispatch(self, line, assigned=assigned)
 
     async def run_line_async(self, line: str, *, assigned: bool = True) -> Any:
         """Run ``%lion`` from an awaited line. Unassigned, ``ask`` / ``explain`` make their
         answer the cell's value and return ``None``."""
-        from .commands.registry import dispatch_async
+        from .commands import dispatch_async
 
         return await dispatch_async(self, line, assigned=assigned)
 
@@ -301,16 +305,6 @@ def _scrubbed(opts: TurnOptions, body: str) -> tuple[TurnOptions, str]:
     if opts.system:
         opts = dataclasses.replace(opts, system=scrub(opts.system))
     return opts, scrub(body)
-
-
-def _ask_parser() -> Any:
-    global _ASK_PARSER
-    if _ASK_PARSER is None:
-        _ASK_PARSER = turn_parser("lion ask", prompt=True)
-    return _ASK_PARSER
-
-
-_ASK_PARSER: Any = None
 
 
 def _from_env(trait: Any, raw: str) -> Any:

@@ -282,6 +282,17 @@ class TurnOptions:
             check_batch_options(self)
 
 
+def ask_parser() -> Any:
+    """The parser of ``%lion ask`` (the options of ``%%lion`` and a prompt), made once."""
+    global _ASK_PARSER
+    if _ASK_PARSER is None:
+        _ASK_PARSER = turn_parser("lion ask", prompt=True)
+    return _ASK_PARSER
+
+
+_ASK_PARSER: Any = None
+
+
 def check_batch_options(opts: TurnOptions) -> None:
     """The checks of `TurnOptions.check` that concern ``--map`` and ``--compare``
     (`batch_cells` runs those cells)."""

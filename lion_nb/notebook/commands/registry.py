@@ -1,4 +1,5 @@
-"""The ``%lion`` subcommands: branches, history, signals, models, tools, save/load, config.
+"""The ``%lion`` subcommands' registry and dispatch, and the branch subcommands (branches,
+switch, new, clone, remove, history, signals); the other groups register from their modules.
 
 Each subcommand is a function ``(magics, args) -> value`` with its own IPython argument
 parser (``%lion help NAME`` prints it). Subcommands that show something return a `Table`, so
@@ -34,6 +35,8 @@ class _Command:
         self, name: str, func: Callable[..., Any], summary: str, parser: MagicArgumentParser
     ):
         self.name, self.func, self.summary, self.parser = name, func, summary, parser
+        #: ``async (magics, args, *, assigned)``: how an awaited line runs it (see `awaited`)
+        self.awaited: Callable[..., Any] | None = None
 
 
 COMMANDS: dict[str, _Command] = {}
@@ -58,6 +61,17 @@ def command(name: str, summary: str, *args: tuple[tuple, dict]) -> Callable[[Cal
 
 def arg(*flags: str, **kw: Any) -> tuple[tuple, dict]:
     return flags, kw
+
+
+def awaited(name: str) -> Callable[[Callable], Callable]:
+    """Register ``async func(magics, args, *, assigned)`` as how an awaited ``%lion NAME``
+    line runs (on the kernel's loop, like a ``%%lion`` cell); `command` registers NAME."""
+
+    def decorate(func: Callable) -> Callable:
+        COMMANDS[name].awaited = func
+        return func
+
+    return decorate
 
 
 def _split(line: str) -> tuple[str, str]:
@@ -128,13 +142,12 @@ async def dispatch_async(magics: Any, line: str, *, assigned: bool = True) -> An
         if opts is None:
             return None
         return await _ask(magics, opts, assigned=assigned)
-    if name == "explain":
-        from .session import explain
-
-        args = _parse(_find(name), rest)
+    cmd = COMMANDS.get(name)
+    if cmd is not None and cmd.awaited is not None:
+        args = _parse(cmd, rest)
         if args is None:
             return None
-        return await explain(magics, args, assigned=assigned)
+        return await cmd.awaited(magics, args, assigned=assigned)
     return dispatch(magics, line, assigned=assigned)
 
 
@@ -212,9 +225,9 @@ def _help(magics: Any, args: Any) -> None:
 
 def _usage(topic: str) -> str:
     if topic == "ask":
-        from ..magics import _ask_parser
+        from ..cell.options import ask_parser
 
-        return _ask_parser().format_help()
+        return ask_parser().format_help()
     return _find(topic).parser.format_help()
 
 
@@ -361,12 +374,3 @@ def _signals(magics: Any, args: Any) -> Table:
             }
         )
     return Table(["time", "signal", "branch", "detail"], rows, title="signals")
-
-
-# registration order is the order in which `%lion help` lists the subcommands
-# isort: off
-from . import session as _registers_more  # noqa: E402,F401  (registers the rest)
-from . import store as _registers_store  # noqa: E402,F401
-from . import extend as _registers_extend  # noqa: E402,F401
-from . import cassette as _registers_cassette  # noqa: E402,F401
-# isort: on

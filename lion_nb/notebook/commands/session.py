@@ -22,7 +22,7 @@ from typing import Any
 from IPython.core.error import UsageError
 
 from ..cell.render import Table
-from .registry import _branch, _model_label, _short, arg, command
+from .registry import _branch, _model_label, _short, arg, awaited, command
 
 __all__ = ["explain"]
 
@@ -187,6 +187,7 @@ def _explain_sync(magics: Any, args: Any, *, assigned: bool = True) -> Any:
     return run_sync(explain(magics, args, assigned=assigned))
 
 
+@awaited("explain")
 async def explain(magics: Any, args: Any, *, assigned: bool = True) -> Any:
     """Explain the last error on a branch. Unassigned, the answer is the cell's value and
     ``None`` is returned, so it is shown once."""
@@ -338,15 +339,13 @@ def _reset(magics: Any, args: Any) -> None:
 def _config(magics: Any, args: Any) -> Any:
     from traitlets import TraitError
 
-    from ..magics import ENV
-
     traits = magics.traits(config=True)
     if args.name is None:
         rows = [
             {
                 "option": n,
                 "value": json.dumps(getattr(magics, n)),
-                "env": ENV.get(n, ""),
+                "env": magics.env_vars.get(n, ""),
                 "help": t.help,
             }
             for n, t in sorted(traits.items())
