@@ -1,5 +1,13 @@
 """The notebook layer: the IPython extension, ``%%lion`` / ``%lion``, and the display seam.
 
+Its parts, top to bottom; each imports only those below it (ADR-0108, `tests/test_layers.py`):
+
+- `extension` -- ``%load_ext`` / ``%unload_ext``;
+- `magics` -- `LionMagics` and its configuration; `formatters` -- values shown as widgets;
+- `commands` -- the ``%lion`` subcommands, each group registering in `commands.registry`;
+- `cell` -- one ``%%lion`` turn: options, interpolation, plan and run, display;
+- `state` -- the notebook's Session, its errors and signals, autosave.
+
 Names load on first use, so ``%load_ext lion_nb`` imports only the magics.
 """
 
