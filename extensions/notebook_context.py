@@ -25,7 +25,7 @@ What is shown, and what never is:
   conversation).
 
 Budget: the text never exceeds ``max_tokens`` by the project's estimator
-(`lion_nb.protocols.tokens`). Variables get up to ``variable_share`` of it first, then the
+(`lion_nb.tokens`). Variables get up to ``variable_share`` of it first, then the
 cells, newest first, line by line; whatever does not fit is cut and marked ``…``.
 
     %lion extend ../extensions/notebook_context.py
@@ -118,7 +118,7 @@ class NotebookContext:
         """The provider's text for ``namespace``, the input ``history`` (``In``) and the
         instruction's text ``asked``."""
         from lion_nb.models.secrets import MASK, SECRET_NAME, Secret, redact, scrub
-        from lion_nb.protocols.tokens import estimate_tokens
+        from lion_nb.tokens import estimate_tokens
 
         secrets: list[str] = []
         variables: list[str] = []

@@ -18,7 +18,7 @@ _EXPORTS: dict[str, str] = {
     # conversation
     "Session": "lion_nb.session.session",
     "Branch": "lion_nb.session.branch",
-    "current_session": "lion_nb.notebook.session",
+    "current_session": "lion_nb.notebook.state.session",
     # models
     "iModel": "lion_nb.models.imodel",
     "iModelManager": "lion_nb.models.imodel",

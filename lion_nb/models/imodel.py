@@ -231,7 +231,7 @@ class iModel:
 
     async def _limited_stream(self, request: CLIRequest) -> AsyncGenerator[StreamChunk, None]:
         """The run inside one limiter slot, released once the agent's stream is closed."""
-        from ..protocols.tokens import estimate_tokens
+        from ..tokens import estimate_tokens
 
         estimate = estimate_tokens(request.prompt) + estimate_tokens(request.system)
         async with (
@@ -282,8 +282,8 @@ class iModel:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> iModel:
         """Rebuild from ``to_dict`` output. Any malformed field is a `ConfigurationError`
-        naming it (see `lion_nb.protocols.untrusted`); ``data`` is left unchanged."""
-        from ..protocols.untrusted import check_depth, loading, short_repr
+        naming it (see `lion_nb.untrusted`); ``data`` is left unchanged."""
+        from ..untrusted import check_depth, loading, short_repr
 
         what = "A serialized iModel"
         if not isinstance(data, dict) or "provider" not in data:
@@ -321,7 +321,7 @@ class iModel:
 
 
 def _estimate_tokens(request: ChatRequest) -> int:
-    from ..protocols.tokens import estimate_message_tokens
+    from ..tokens import estimate_message_tokens
 
     return estimate_message_tokens(request.messages)
 

@@ -1,5 +1,13 @@
 """The notebook layer: the IPython extension, ``%%lion`` / ``%lion``, and the display seam.
 
+Its parts, top to bottom; each imports only those below it (ADR-0108, `tests/test_layers.py`):
+
+- `extension` -- ``%load_ext`` / ``%unload_ext``;
+- `magics` -- `LionMagics` and its configuration; `formatters` -- values shown as widgets;
+- `commands` -- the ``%lion`` subcommands, each group registering in `commands.registry`;
+- `cell` -- one ``%%lion`` turn: options, interpolation, plan and run, display;
+- `state` -- the notebook's Session, its errors and signals, autosave.
+
 Names load on first use, so ``%load_ext lion_nb`` imports only the magics.
 """
 
@@ -10,15 +18,16 @@ from .._lazy import lazy_exports
 _EXPORTS = {
     "load_ipython_extension": "lion_nb.notebook.extension",
     "unload_ipython_extension": "lion_nb.notebook.extension",
-    "current_session": "lion_nb.notebook.session",
-    "notebook_state": "lion_nb.notebook.session",
+    "current_session": "lion_nb.notebook.state.session",
+    "notebook_state": "lion_nb.notebook.state.session",
+    "reset_notebook_state": "lion_nb.notebook.state.session",
     "LionMagics": "lion_nb.notebook.magics",
-    "RunHandle": "lion_nb.notebook.background",
-    "RunInterrupted": "lion_nb.notebook.runner",
-    "TurnView": "lion_nb.notebook.display",
-    "TurnInfo": "lion_nb.notebook.display",
-    "set_view_factory": "lion_nb.notebook.display",
-    "interpolate": "lion_nb.notebook.interpolate",
+    "RunHandle": "lion_nb.notebook.cell.background",
+    "RunInterrupted": "lion_nb.notebook.cell.runner",
+    "TurnView": "lion_nb.notebook.cell.view",
+    "TurnInfo": "lion_nb.notebook.cell.view",
+    "set_view_factory": "lion_nb.notebook.cell.display",
+    "interpolate": "lion_nb.notebook.cell.interpolate",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -6,7 +6,7 @@ notes the running cell's id, one that records failing cells for ``{Err}`` and
 ``%lion explain``; and display formatters that show a `Branch` or `Session` as its widget.
 It creates no Session, opens no database and imports no provider, widget or Markdown code:
 that happens on the first turn (or the first display); only ``LionMagics.restore_on_load``
-reads the session store at load (`lion_nb.notebook.persistence`). Unloading removes each of
+reads the session store at load (`lion_nb.notebook.state.persistence`). Unloading removes each of
 these again; the Session and its conversations stay (``lion_nb.current_session()`` still
 returns them).
 """
@@ -24,9 +24,9 @@ def load_ipython_extension(ipython: Any) -> None:
     """Register the lion magics, transformer and hooks on ``ipython``."""
     if id(ipython) in _installed:
         return
+    from .cell.runner import await_transformer
     from .magics import LionMagics
-    from .runner import await_transformer
-    from .session import notebook_state
+    from .state.session import notebook_state
 
     magics = LionMagics(shell=ipython)
     ipython.register_magics(magics)
@@ -51,7 +51,7 @@ def load_ipython_extension(ipython: Any) -> None:
     bundles = ipython.display_formatter.mimebundle_formatter
     for module, name, printer in FORMATTED_TYPES:
         bundles.for_type_by_name(module, name, printer)
-    from .persistence import install
+    from .state.persistence import install
 
     _installed[id(ipython)] = {
         "magics": magics,

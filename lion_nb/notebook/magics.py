@@ -27,15 +27,16 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
 from traitlets import Bool, Dict, Enum, Float, Int, TraitError, Unicode, validate
 
-from .options import (
+from .cell.options import (
     FORMATS,
     OPTION_STRINGS,
     POLICIES,
     TurnOptions,
+    ask_parser,
     parse_with_hint,
     turn_parser,
 )
-from .runner import run_sync
+from .cell.runner import run_sync
 
 __all__ = ["ENV", "LionMagics"]
 
@@ -63,6 +64,9 @@ _MAX_SIGNAL_LOG = 10_000_000
 @magics_class
 class LionMagics(Magics):
     """Language-model turns in cells, on the notebook's Session."""
+
+    #: trait -> environment variable that sets its default (``%lion config`` shows them)
+    env_vars = ENV
 
     default_model = Unicode(
         "", help="Model of new branches: an alias or provider/model ('' = the settings' default)."
@@ -132,7 +136,7 @@ class LionMagics(Magics):
 
     @validate("default_model")
     def _check_default_model(self, proposal: Any) -> str:
-        from .options import check_model_spec
+        from .cell.options import check_model_spec
 
         try:
             return check_model_spec(proposal["value"].strip(), "default_model")
@@ -141,7 +145,7 @@ class LionMagics(Magics):
 
     @validate("aliases")
     def _check_aliases(self, proposal: Any) -> dict:
-        from .options import check_model_spec
+        from .cell.options import check_model_spec
 
         for name, spec in proposal["value"].items():
             if not isinstance(name, str) or not isinstance(spec, str) or "/" not in spec:
@@ -176,13 +180,13 @@ class LionMagics(Magics):
                 )
 
     def _resize_log(self, change: dict[str, Any]) -> None:
-        from .session import notebook_state
+        from .state.session import notebook_state
 
         notebook_state().resize_signal_log(change["new"])
 
     @property
     def state(self) -> Any:
-        from .session import notebook_state
+        from .state.session import notebook_state
 
         state = notebook_state()
         if state._session is None:
@@ -210,7 +214,7 @@ class LionMagics(Magics):
 
     def parse_turn(self, line: str, magic: str, *, prompt: bool = False) -> TurnOptions | None:
         """The turn's options; ``None`` when ``-h`` / ``--help`` asked for (and got) the help."""
-        parser = _TURN_PARSER if not prompt else _ask_parser()
+        parser = _TURN_PARSER if not prompt else ask_parser()
         args = parse_with_hint(parser, line, magic, OPTION_STRINGS)
         if args is None:
             return None
@@ -218,10 +222,10 @@ class LionMagics(Magics):
 
     async def turn(self, opts: TurnOptions, body: str, *, cell_value: bool) -> Any:
         """Interpolate, plan and run one turn; with ``--bg``, return its handle at once."""
-        from .turn import prepare, run_foreground
+        from .cell.turn import prepare, run_foreground
 
         if opts.map_over is not None or opts.compare:  # one turn per item / per model
-            from .batch_cells import run_batch_cell
+            from .cell.batch_cells import run_batch_cell
 
             opts, body = _scrubbed(opts, body)
             return await run_batch_cell(self, opts, body, cell_value=cell_value)
@@ -233,11 +237,11 @@ class LionMagics(Magics):
 
     def start_background(self, opts: TurnOptions, body: str, *, cell_value: bool) -> Any:
         """Start a ``--bg`` turn on the running (or IPython's idle) loop; return its handle."""
-        from .turn import prepare, start_background_turn
+        from .cell.turn import prepare, start_background_turn
 
         opts, body = _scrubbed(opts, body)
         if opts.map_over is not None:
-            from .batch_cells import start_batch_cell
+            from .cell.batch_cells import start_batch_cell
 
             return start_batch_cell(self, opts, body, cell_value=cell_value)
         plan, view = prepare(self, opts, body)
@@ -301,16 +305,6 @@ def _scrubbed(opts: TurnOptions, body: str) -> tuple[TurnOptions, str]:
     if opts.system:
         opts = dataclasses.replace(opts, system=scrub(opts.system))
     return opts, scrub(body)
-
-
-def _ask_parser() -> Any:
-    global _ASK_PARSER
-    if _ASK_PARSER is None:
-        _ASK_PARSER = turn_parser("lion ask", prompt=True)
-    return _ASK_PARSER
-
-
-_ASK_PARSER: Any = None
 
 
 def _from_env(trait: Any, raw: str) -> Any:

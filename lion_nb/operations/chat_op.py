@@ -104,7 +104,7 @@ def build_request(
             messages.insert(0, {"role": "system", "content": injection})
     current = ins.chat_msg()
     if param.include_token_usage_to_model:
-        from ..protocols.tokens import estimate_message_tokens
+        from ..tokens import estimate_message_tokens
 
         used = estimate_message_tokens([*messages, current])
         note = f"\n\n(This conversation uses about {used} tokens so far.)"

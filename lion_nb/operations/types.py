@@ -35,8 +35,8 @@ __all__ = [
 def default_persist_dir() -> Path:
     """Where run buffers go when persisting is asked for: ``runs/`` in the session store's
     folder (``.lion_nb/runs`` beside the notebook, or under ``LION_NB_STORE``; see
-    `lion_nb.store.location`). Nothing is written there unless ``stream_persist=True``."""
-    from ..store.location import store_dir
+    `lion_nb.store_location`). Nothing is written there unless ``stream_persist=True``."""
+    from ..store_location import store_dir
 
     return store_dir() / "runs"
 

@@ -31,7 +31,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from .tokens import estimate_tokens
+from ..tokens import estimate_tokens
 
 if TYPE_CHECKING:
     from ..session.branch import Branch

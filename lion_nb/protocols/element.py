@@ -43,6 +43,6 @@ def to_id(ref: IDLike) -> UUID:
             return UUID(ref)
         except ValueError:
             pass
-    from .untrusted import short_repr  # a bounded picture: ``ref`` may be anything
+    from ..untrusted import short_repr  # a bounded picture: ``ref`` may be anything
 
     raise ValueError(f"`{short_repr(ref)}` is not an id: pass an Element, a UUID or a UUID string.")

@@ -3,7 +3,7 @@
 Logs stay in memory by default. A notebook's folder must never fill up with files nobody
 asked for, so nothing is written unless asked: `DataLogger.dump` writes to the path it is
 given, else into ``persist_dir``, else into ``logs/`` in the session store's folder
-(``.lion_nb/logs`` beside the notebook; `lion_nb.store.location`) -- never loose files in the
+(``.lion_nb/logs`` beside the notebook; `lion_nb.store_location`) -- never loose files in the
 working directory. A notebook's autosave keeps each branch's logs in the store as well.
 
 ``capacity`` bounds memory: past it, the logger flushes everything to ``persist_dir`` when
@@ -102,7 +102,7 @@ _dump_log = dump_log
 def default_log_dir() -> Path:
     """Where logs go when neither a path nor ``persist_dir`` is given: ``logs/`` in the
     session store's folder."""
-    from ..store.location import store_dir
+    from ..store_location import store_dir
 
     return store_dir() / "logs"
 

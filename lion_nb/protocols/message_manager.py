@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ..tokens import RenderedMessage
 from .element import IDLike
 from .messages import (
     MUTATIONS,
@@ -29,7 +30,6 @@ from .messages import (
 )
 from .pile import Pile
 from .progression import Progression
-from .tokens import RenderedMessage
 
 __all__ = ["MessageManager"]
 

@@ -56,7 +56,7 @@ if TYPE_CHECKING:
     from .branch import Branch
     from .session import Session
 
-__all__ = ["BatchRun", "ItemResult", "Progress", "compare", "start_map"]
+__all__ = ["BatchRun", "ItemResult", "Progress", "compare"]
 
 logger = logging.getLogger("lion_nb.batch")
 
@@ -610,21 +610,6 @@ def _resolve_model(model: Any) -> Any:
     from .branch import _as_model
 
     return _as_model(model, "model")  # a string becomes one iModel, shared by every item
-
-
-def start_map(session: Session, data: Any, instruction: Any = None, **kwargs: Any) -> BatchRun:
-    """`Session.map`: build the run for ``via`` and start it."""
-    via = kwargs.pop("via", "live")
-    if via == "batch":
-        from .batch_api import ProviderRun
-
-        return ProviderRun(session, data, instruction, **kwargs).start()
-    if via != "live":
-        raise ConfigurationError(f"`via={via!r}`: use 'live' or 'batch'.")
-    for key in ("poll_interval", "poll_timeout"):
-        if key in kwargs:
-            raise ConfigurationError(f"`{key}=` only applies to `via='batch'`.")
-    return BatchRun(session, data, instruction, **kwargs).start()
 
 
 def compare(session: Session, instruction: Any, models: list[Any], **kwargs: Any) -> BatchRun:

@@ -130,7 +130,7 @@ class ProviderRun(BatchRun):
         self._setup(poll, deadline)
 
     def _setup(self, poll_interval: float | None, poll_timeout: float | None = None) -> None:
-        from ..models.endpoints.batches import batch_service
+        from ..models.batch_service import batch_service
 
         self.poll_interval = _interval(poll_interval)
         self.poll_timeout = _seconds(poll_timeout, "poll_timeout", DEFAULT_POLL_TIMEOUT)

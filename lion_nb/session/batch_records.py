@@ -46,7 +46,7 @@ def records_dir() -> Path:
     home = os.environ.get("LION_HOME")
     if home:
         return Path(home) / "batches"
-    from ..store.location import store_dir
+    from ..store_location import store_dir
 
     return store_dir() / "batches"
 
@@ -64,7 +64,7 @@ class FileRecords:
         return self.folder / f"{name}.json"
 
     def save(self, record: dict[str, Any]) -> None:
-        from ..store.location import ensure_dir
+        from ..store_location import ensure_dir
 
         ensure_dir(self.folder.parent)  # a store folder made here ignores itself in git
         self.folder.mkdir(parents=True, exist_ok=True)

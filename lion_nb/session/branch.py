@@ -32,7 +32,7 @@ from pydantic import PrivateAttr
 from ..errors import ConfigurationError
 from ..protocols.element import Element
 from ..protocols.jsonsafe import dump_safely
-from ..protocols.untrusted import short_repr
+from ..untrusted import short_repr
 from ._verbs import BranchVerbs
 
 if TYPE_CHECKING:  # imported where used, so that importing Branch stays cheap
@@ -607,8 +607,8 @@ Branch.model_post_init = _init_private  # pydantic calls it by name after valida
 @contextmanager
 def _malformed(what: str) -> Iterator[None]:
     """Turn any failure to load a serialized branch's ``what`` into one `ConfigurationError`
-    that names it, with a bounded message (see `lion_nb.protocols.untrusted`)."""
-    from ..protocols.untrusted import LOAD_ERRORS, bounded, validation_detail
+    that names it, with a bounded message (see `lion_nb.untrusted`)."""
+    from ..untrusted import LOAD_ERRORS, bounded, validation_detail
 
     try:
         yield

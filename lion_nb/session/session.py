@@ -35,7 +35,7 @@ the branches' models and stops CLI agent runs still going; nothing the session s
 left running. The session stays usable (`lion_nb.session.closing`).
 
 Loading: `from_dict` treats its input as untrusted; any malformed field is a
-`ConfigurationError` naming it (`lion_nb.protocols.untrusted`).
+`ConfigurationError` naming it (`lion_nb.untrusted`).
 """
 
 from __future__ import annotations
@@ -338,7 +338,7 @@ class Session(Element):
         ``concurrency``, ``column``,
         ``price``, ``name``, ``via`` (``"live"`` or ``"batch"``: the provider's batch API,
         with ``poll_interval`` and ``poll_timeout``); the rest go to the operation."""
-        from .batch import start_map
+        from .batch_start import start_map
 
         return start_map(self, items, instruction, **kwargs)
 
@@ -404,7 +404,7 @@ class Session(Element):
                 "`Session.from_dict` takes the dict from `Session.to_dict()` (with a "
                 f"`branches` list); got {type(data).__name__}."
             )
-        from ..protocols.untrusted import loading, short_repr
+        from ..untrusted import loading, short_repr
 
         what = "A serialized session"
         fields = {k: v for k, v in data.items() if k in cls.model_fields}

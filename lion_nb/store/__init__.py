@@ -1,7 +1,7 @@
 """The session store: conversations that survive a kernel restart, in one SQLite file.
 
 `SessionStore` keeps sessions in ``.lion_nb/sessions.db`` under the notebook's folder
-(`lion_nb.store.location` says how to move it); `Autosaver` writes a Session into it as
+(`lion_nb.store_location` says how to move it); `Autosaver` writes a Session into it as
 each message is recorded; ``load`` brings a session back. The exports turn a branch into
 JSON, Markdown or a pandas DataFrame. The design (schema, autosave path, crash safety,
 errors) is in ``docs/adr/0103-session-store.md``.
@@ -18,8 +18,8 @@ _EXPORTS = {
     "SessionInfo": "lion_nb.store.store",
     "SessionStore": "lion_nb.store.store",
     "open_store": "lion_nb.store.store",
-    "store_path": "lion_nb.store.location",
-    "store_dir": "lion_nb.store.location",
+    "store_path": "lion_nb.store_location",
+    "store_dir": "lion_nb.store_location",
     "StoreError": "lion_nb.store.errors",
     "StoreVersionError": "lion_nb.store.errors",
     "StoreCorruptError": "lion_nb.store.errors",

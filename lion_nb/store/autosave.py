@@ -48,7 +48,7 @@ from uuid import UUID
 from ..protocols.messages import MUTATIONS
 from .errors import StoreError, StoreWarning
 from .rows import SessionRows, branch_header, header_key, log_json, message_json, session_header
-from .store import Stream, Unit
+from .units import Stream, Unit
 
 if TYPE_CHECKING:
     from ..session.branch import Branch

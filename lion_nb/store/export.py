@@ -3,8 +3,8 @@
 - JSON is the branch's projection (``to_dict(mode="json")``, ADR-0016 D2): what
   `Branch.from_dict` reads back.
 - Markdown is the transcript the session explorer downloads (one transcript format for
-  both; `lion_nb.widgets._tree.markdown_transcript` is plain functions, no widget code, so
-  importing it loads no widget library).
+  both; `lion_nb.rendering.transcript`, below the store, so the store imports no widget
+  code).
 - The DataFrame has one row per message, in order. pandas is an optional extra
   (``pip install 'lion-nb[pandas]'``); without it `to_dataframe` says so.
 
@@ -45,7 +45,7 @@ def to_json(branch: Branch, *, indent: int | None = 2) -> str:
 def to_markdown(branch: Branch) -> str:
     """The branch as a readable Markdown transcript (the explorer's)."""
     from ..models.secrets import scrub
-    from ..widgets._tree import markdown_transcript
+    from ..rendering.transcript import markdown_transcript
 
     return scrub(markdown_transcript(branch))
 

@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..store_location import ensure_dir
 from .errors import corrupt_error, translate, version_error
-from .location import ensure_dir
 
 __all__ = ["APPLICATION_ID", "MIGRATIONS", "SCHEMA_VERSION", "Migration", "connect", "migrate"]
 

@@ -21,18 +21,18 @@ import atexit
 import os
 import threading
 import time
-import uuid
 import weakref
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ItemNotFoundError
+from ..store_location import store_path
 from .errors import StoreError, conflict_error, translate
-from .location import store_path
 from .rows import BranchRows, SessionRows
+from .units import Stream, Unit
 from .worker import Worker
 
 if TYPE_CHECKING:
@@ -71,27 +71,6 @@ class SessionInfo:
 
 
 # -- write units -----------------------------------------------------------------------------------
-@dataclass
-class Stream:
-    """The writes of one autosaver: its session, its owner token, its first failure."""
-
-    session_id: str
-    owner: str = field(default_factory=lambda: f"{os.getpid()}-{uuid.uuid4().hex[:12]}")
-    failure: StoreError | None = None
-    claimed: bool = False
-
-
-@dataclass
-class Unit:
-    """One transaction: ops applied in order. ``claim`` (first unit of a stream) makes the
-    stream the session's owner, creating the session row from ``session``."""
-
-    stream: Stream
-    ops: list[tuple] = field(default_factory=list)
-    claim: tuple[str, str | None, str | None] | None = None  # (header, default, notebook)
-    replace: bool = False  # delete what the store holds of the session first
-
-
 def _apply(conn: sqlite3.Connection, unit: Unit, now: float) -> None:
     stream = unit.stream
     sid = stream.session_id
@@ -277,7 +256,7 @@ _OPEN_LOCK = threading.Lock()
 
 
 class SessionStore:
-    """Saved sessions in the SQLite file at ``path`` (default: see `lion_nb.store.location`).
+    """Saved sessions in the SQLite file at ``path`` (default: see `lion_nb.store_location`).
 
     ``timeout`` is how long a write waits for another process's lock (default 5 s, or
     ``LION_NB_STORE_TIMEOUT``); ``pragmas`` are extra SQLite settings for every connection

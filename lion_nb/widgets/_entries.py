@@ -19,10 +19,12 @@ demand: model, tokens, cost, duration and the cell the message came from, where 
 
 from __future__ import annotations
 
-import json
 from collections import OrderedDict
 from html import escape
 from typing import Any
+
+from ..rendering.transcript import json_text
+from ..rendering.transcript import usage_tokens as _tokens
 
 __all__ = ["EntryCache", "json_text", "message_entry", "plain_text"]
 
@@ -46,27 +48,6 @@ def _pre(text: str, limit: int = _RESULT_LIMIT) -> str:
     if len(text) > limit:
         text = text[:limit] + f"\n… ({len(text) - limit:,} more characters)"
     return f"<pre>{escape(text, quote=False)}</pre>"
-
-
-def json_text(value: Any) -> str:
-    """A value as readable text: strings as they are, the rest as indented JSON."""
-    if isinstance(value, str):
-        return value
-    try:
-        return json.dumps(value, indent=2, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
-        return repr(value)
-
-
-def _tokens(usage: Any) -> int | None:
-    if not isinstance(usage, dict):
-        return None
-    total = usage.get("total_tokens")
-    if isinstance(total, (int, float)):
-        return int(total)
-    parts = [usage.get(k) for k in ("input_tokens", "output_tokens")]
-    numbers = [p for p in parts if isinstance(p, (int, float))]
-    return int(sum(numbers)) if numbers else None
 
 
 def message_meta(message: Any) -> dict[str, Any]:

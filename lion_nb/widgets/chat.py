@@ -495,7 +495,7 @@ def _instruction_text(message: Any) -> str:
 
 
 def _estimate(text: str) -> int:
-    from ..protocols.tokens import estimate_tokens
+    from ..tokens import estimate_tokens
 
     return estimate_tokens(text) if text else 0
 

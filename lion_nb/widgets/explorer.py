@@ -32,9 +32,10 @@ import anywidget
 import ipywidgets
 import traitlets
 
+from ..rendering.transcript import branch_label, markdown_transcript
 from ._base import STATIC, StaticFallback, call_safely, release, stylesheet
 from ._throttle import Throttle
-from ._tree import StatsCache, branch_label, build_tree, markdown_transcript, search
+from ._tree import StatsCache, build_tree, search
 from .branch_view import BranchView
 
 __all__ = ["ExplorerTree", "SessionExplorer"]
@@ -121,7 +122,7 @@ class SessionExplorer(StaticFallback, ipywidgets.HBox):
         return self._cache.scans
 
     def stats(self, branch: Any) -> Any:
-        """The statistics of a member branch (`_tree.BranchStats`)."""
+        """The statistics of a member branch (`lion_nb.rendering.transcript.BranchStats`)."""
         return self._cache.get(self._session.get_branch(branch))
 
     def _on_signal(self, _signal: Any) -> None:

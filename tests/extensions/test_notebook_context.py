@@ -13,7 +13,7 @@ import pytest
 from extensions.notebook_context import NotebookContext, describe
 from lion_nb import Session, iModel
 from lion_nb.extensions import load_extension
-from lion_nb.protocols.tokens import estimate_tokens
+from lion_nb.tokens import estimate_tokens
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "extensions"
 
@@ -74,7 +74,7 @@ def test_variables_the_instruction_and_the_latest_cells_mention_come_first(shell
 
 
 def test_recent_cells_come_from_the_input_history_oldest_first(shell):
-    from lion_nb.notebook.session import reset_notebook_state
+    from lion_nb.notebook.state.session import reset_notebook_state
 
     shell.run_line_magic("load_ext", "lion_nb")
     try:

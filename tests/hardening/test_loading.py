@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from lion_nb import Branch, Session, iModel
 from lion_nb.errors import ConfigurationError, LionError
-from lion_nb.protocols.untrusted import MAX_MESSAGE
+from lion_nb.untrusted import MAX_MESSAGE
 
 
 def deep(levels: int, kind: str = "list") -> object:

@@ -14,7 +14,7 @@ import weakref
 import anyio
 
 from lion_nb import Branch
-from lion_nb.protocols.tokens import estimate_message_tokens
+from lion_nb.tokens import estimate_message_tokens
 
 MB = 1024 * 1024
 

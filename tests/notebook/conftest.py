@@ -10,7 +10,7 @@ def ip():
     from IPython.core.interactiveshell import InteractiveShell
     from IPython.testing.globalipapp import start_ipython
 
-    from lion_nb.notebook.session import reset_notebook_state
+    from lion_nb.notebook.state.session import reset_notebook_state
 
     start_ipython()
     shell = InteractiveShell.instance()

@@ -4,9 +4,9 @@ active (a new empty one when it was the only one), and renaming it keeps it acti
 from __future__ import annotations
 
 from lion_nb import current_session
-from lion_nb.notebook.persistence import installed
+from lion_nb.notebook.state.persistence import installed
 from lion_nb.store import SessionStore
-from lion_nb.store.location import store_path
+from lion_nb.store_location import store_path
 from tests.notebook.nbshell import run, usage_error
 
 

@@ -104,7 +104,7 @@ def test_without_a_cell_id_every_run_appends(ip):
 def test_the_kernel_parent_header_is_the_fallback_source_of_the_cell_id():
     from types import SimpleNamespace
 
-    from lion_nb.notebook.cells import current_cell
+    from lion_nb.notebook.cell.cells import current_cell
 
     kernel = SimpleNamespace(get_parent=lambda channel="shell": {"metadata": {"cellId": "xyz"}})
     shell = SimpleNamespace(kernel=kernel, execution_count=4)
@@ -177,7 +177,7 @@ def agent_cells(ip):
 
 
 def test_a_forked_cli_turn_starts_a_fresh_agent_session(agent_cells):
-    from lion_nb.notebook.session import notebook_state
+    from lion_nb.notebook.state.session import notebook_state
 
     ip = agent_cells
     agent = ip.user_ns["agent"]

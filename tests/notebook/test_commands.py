@@ -21,7 +21,7 @@ def names():
 
 
 def test_help_lists_every_subcommand_with_examples(nb):
-    from lion_nb.notebook.commands import COMMANDS
+    from lion_nb.notebook.commands.registry import COMMANDS
 
     ran = run(nb, "%lion help")
     for name in COMMANDS:

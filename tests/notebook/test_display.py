@@ -6,7 +6,13 @@ import anyio
 from IPython.utils.capture import capture_output
 
 from lion_nb import current_session
-from lion_nb.notebook.display import HandleView, TurnInfo, TurnView, make_view, set_view_factory
+from lion_nb.notebook.cell.display import (
+    HandleView,
+    TurnInfo,
+    TurnView,
+    make_view,
+    set_view_factory,
+)
 from tests.notebook.nbshell import run
 
 

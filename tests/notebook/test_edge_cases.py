@@ -9,10 +9,10 @@ import time
 
 import pytest
 
-from lion_nb.notebook.commands import COMMANDS
+from lion_nb.notebook.commands.registry import COMMANDS
 from tests.notebook.nbshell import run, usage_error
 
-interpolation = importlib.import_module("lion_nb.notebook.interpolate")
+interpolation = importlib.import_module("lion_nb.notebook.cell.interpolate")
 
 SETUP = """
 class Unprintable:

@@ -15,8 +15,8 @@ def _hooks(shell, event):
 
 
 def test_load_registers_magics_configurable_transformer_and_hooks(ip):
+    from lion_nb.notebook.cell.runner import await_transformer
     from lion_nb.notebook.magics import LionMagics
-    from lion_nb.notebook.runner import await_transformer
 
     assert "lion" in ip.magics_manager.magics["cell"]
     assert "lion" in ip.magics_manager.magics["line"]
@@ -28,8 +28,8 @@ def test_load_registers_magics_configurable_transformer_and_hooks(ip):
 
 def test_unload_undoes_everything_and_load_again_works(ip):
     from lion_nb import current_session
+    from lion_nb.notebook.cell.runner import await_transformer
     from lion_nb.notebook.magics import LionMagics
-    from lion_nb.notebook.runner import await_transformer
 
     assert run(ip, "%%lion -q\nremember me").error is None
     session = current_session()
@@ -55,8 +55,8 @@ def test_unload_undoes_everything_and_load_again_works(ip):
 
 
 def test_loading_twice_registers_once(ip):
+    from lion_nb.notebook.cell.runner import await_transformer
     from lion_nb.notebook.extension import load_ipython_extension
-    from lion_nb.notebook.runner import await_transformer
 
     load_ipython_extension(ip)
     assert ip.input_transformers_post.count(await_transformer) == 1

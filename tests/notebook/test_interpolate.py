@@ -6,8 +6,8 @@ import pytest
 from IPython.core.error import UsageError
 from pydantic import BaseModel
 
-from lion_nb.notebook.interpolate import format_value, interpolate
-from lion_nb.notebook.lasterror import ErrorLog
+from lion_nb.notebook.cell.interpolate import format_value, interpolate
+from lion_nb.notebook.state.lasterror import ErrorLog
 from tests.notebook.nbshell import run, usage_error
 
 

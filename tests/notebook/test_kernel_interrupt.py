@@ -38,8 +38,8 @@ SETUP = """\
 %load_ext lion_nb
 import asyncio, json
 from lion_nb import RunEnd, RunFailed, RunStart, current_session, iModel
-from lion_nb.notebook.display import HandleView, set_view_factory
-from lion_nb.notebook.runner import running_wakers
+from lion_nb.notebook.cell.display import HandleView, set_view_factory
+from lion_nb.notebook.cell.runner import running_wakers
 
 async def sleepy(messages, **request):
     await asyncio.Event().wait()  # never set: only an interrupt or a Stop ends the turn

@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 SNAPSHOT = (
     "import json\nfrom lion_nb import current_session\n"
-    "from lion_nb.notebook.session import notebook_state\n"
+    "from lion_nb.notebook.state.session import notebook_state\n"
     "print(json.dumps({'session': current_session().to_dict(mode='json'), "
     "'active': notebook_state().active}))"
 )

@@ -52,7 +52,7 @@ def test_a_cell_is_an_awaited_turn_whose_value_is_out(nb):
 
 
 def test_the_default_branch_is_main_and_created_lazily(nb):
-    from lion_nb.notebook.session import notebook_state
+    from lion_nb.notebook.state.session import notebook_state
 
     assert notebook_state()._session is None  # loading created nothing
     run(nb, "%%lion -q\nhi")

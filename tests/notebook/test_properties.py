@@ -16,17 +16,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from IPython.core.error import UsageError
 
-from lion_nb.notebook.commands import COMMANDS, _parse
-from lion_nb.notebook.lasterror import ErrorLog
-from lion_nb.notebook.options import (
+from lion_nb.notebook.cell.options import (
     OPTION_STRINGS,
     resolve_model,
     resolve_response_format,
     resolve_tools,
     validate_name,
 )
+from lion_nb.notebook.commands.registry import COMMANDS, _parse
+from lion_nb.notebook.state.lasterror import ErrorLog
 
-interpolation = importlib.import_module("lion_nb.notebook.interpolate")
+interpolation = importlib.import_module("lion_nb.notebook.cell.interpolate")
 
 SETTINGS = settings(
     max_examples=150,
@@ -194,7 +194,7 @@ def test_any_subcommand_line_parses_or_is_a_usage_error(name, text, capsys):
     value=st.one_of(st.sampled_from(VALUES + QUOTES), st.text(max_size=12)),
 )
 def test_any_config_value_is_taken_or_a_usage_error(magics, capsys, name, value):
-    from lion_nb.notebook.options import split_line
+    from lion_nb.notebook.cell.options import split_line
 
     try:
         words = split_line(value, "%lion config")

@@ -15,9 +15,9 @@ import threading
 import pytest
 
 from lion_nb import current_session
-from lion_nb.notebook.display import TurnView, set_view_factory
-from lion_nb.notebook.runner import RunInterrupted, running_wakers
-from lion_nb.notebook.session import notebook_state
+from lion_nb.notebook.cell.display import TurnView, set_view_factory
+from lion_nb.notebook.cell.runner import RunInterrupted, running_wakers
+from lion_nb.notebook.state.session import notebook_state
 from tests.notebook.nbshell import run
 
 SETUP = """
@@ -139,7 +139,7 @@ def test_a_stop_after_the_turn_ended_returns_false_and_cancels_nothing(nb):
 def test_stop_current_stops_the_running_foreground_turn(nb):
     assert notebook_state().stop_current() is False  # nothing runs
     code = (
-        "from lion_nb.notebook.session import notebook_state\n"
+        "from lion_nb.notebook.state.session import notebook_state\n"
         "src = '%%lion -b side -m silent\\nSay nothing.'\n"
         "task = asyncio.ensure_future(get_ipython().run_cell_async("
         "src, store_history=False, transformed_cell=get_ipython().transform_cell(src)))\n"
@@ -219,7 +219,7 @@ def test_stop_kills_a_cli_agents_subprocess(nb, monkeypatch, tmp_path):
     nb.user_ns["record_path"] = str(record)
     code = (
         "import os\n"
-        "from lion_nb.notebook.session import notebook_state\n"
+        "from lion_nb.notebook.state.session import notebook_state\n"
         "src = '%%lion -b agent -m claude_code/sonnet\\nrefactor everything'\n"
         "task = asyncio.ensure_future(get_ipython().run_cell_async("
         "src, store_history=False, transformed_cell=get_ipython().transform_cell(src)))\n"

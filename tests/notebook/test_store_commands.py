@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 
 from lion_nb import current_session
-from lion_nb.notebook.persistence import installed
-from lion_nb.notebook.session import reset_notebook_state
+from lion_nb.notebook.state.persistence import installed
+from lion_nb.notebook.state.session import reset_notebook_state
 from lion_nb.store import SessionStore, StoreWarning
-from lion_nb.store.location import store_path
+from lion_nb.store_location import store_path
 from tests.notebook.nbshell import run, usage_error
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -65,7 +65,7 @@ def test_load_ext_opens_no_database(tmp_path):
     )
     # (IPython's own history imports sqlite3; lion_nb adds only where the store would be)
     loaded = json.loads(out.stdout.strip().splitlines()[-1])
-    assert loaded == ["lion_nb.store", "lion_nb.store.location"], out.stderr
+    assert loaded == ["lion_nb.store_location"], out.stderr
     assert list(tmp_path.iterdir()) == []  # no .lion_nb folder until something is saved
 
 
@@ -271,7 +271,7 @@ def test_a_locked_store_warns_and_the_turn_goes_on(ip, monkeypatch):
 
 
 def test_history_after_a_restart_tells_the_earlier_kernels_cells_apart(ip, monkeypatch):
-    import lion_nb.notebook.cells as cells
+    import lion_nb.notebook.cell.cells as cells
 
     run(ip, "%%lion -q\nbefore the restart", cell_id="a")
     before = current_session().default_branch.messages[0].metadata["lion"]["execution_count"]

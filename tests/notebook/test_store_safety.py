@@ -13,10 +13,10 @@ import warnings
 import pytest
 
 from lion_nb import current_session
-from lion_nb.notebook.persistence import installed
-from lion_nb.notebook.session import reset_notebook_state
+from lion_nb.notebook.state.persistence import installed
+from lion_nb.notebook.state.session import reset_notebook_state
 from lion_nb.store import StoreWarning
-from lion_nb.store.location import store_path
+from lion_nb.store_location import store_path
 from tests.notebook.nbshell import run, usage_error
 
 

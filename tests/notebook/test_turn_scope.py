@@ -13,7 +13,7 @@ import ast
 import pytest
 
 from lion_nb import current_session
-from lion_nb.notebook.session import notebook_state
+from lion_nb.notebook.state.session import notebook_state
 from tests.notebook.nbshell import run
 
 SETUP = '''

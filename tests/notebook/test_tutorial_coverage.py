@@ -42,9 +42,9 @@ from IPython.core.inputtransformer2 import TransformerManager
 from pydantic import BaseModel
 
 from lion_nb import Branch, Session
-from lion_nb.notebook import commands as line_commands
 from lion_nb.notebook import magics as lion_magics
-from lion_nb.notebook.options import split_line
+from lion_nb.notebook.cell.options import split_line
+from lion_nb.notebook.commands import registry as line_commands
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 TUTORIALS = sorted(NOTEBOOKS.glob("[0-9][0-9]-*.ipynb"))

@@ -68,7 +68,7 @@ from lion_nb.protocols.context_providers import (
 )
 from lion_nb.protocols.message_manager import MessageManager
 from lion_nb.protocols.messages import Instruction, System
-from lion_nb.protocols.tokens import estimate_tokens
+from lion_nb.tokens import estimate_tokens
 
 
 class StubBranch:

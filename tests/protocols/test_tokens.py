@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lion_nb.protocols.tokens import estimate_message_tokens, estimate_tokens
+from lion_nb.tokens import estimate_message_tokens, estimate_tokens
 
 
 @pytest.mark.parametrize(

@@ -20,7 +20,8 @@ import pytest
 
 from lion_nb import Session, iModel
 from lion_nb.errors import ConfigurationError, ProviderError, ProviderTimeoutError
-from lion_nb.models.endpoints.batches import BatchStatus, batch_service
+from lion_nb.models.batch_service import batch_service
+from lion_nb.models.endpoints.batches import BatchStatus
 from tests.fakes.batch_api import BatchEmulator
 from tests.fakes.http_server import FakeProvider, Script
 

@@ -14,9 +14,9 @@ import pytest
 
 from lion_nb import Branch
 from lion_nb.models.secrets import Secret
+from lion_nb.rendering.transcript import markdown_transcript
 from lion_nb.store import export_branch, to_dataframe, to_json, to_markdown
 from lion_nb.store.export import COLUMNS
-from lion_nb.widgets._tree import markdown_transcript
 from tests.store.helpers import varied_session
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from lion_nb.store import location
-from lion_nb.store.location import configure, ensure_dir, store_dir, store_path
+from lion_nb import store_location as location
+from lion_nb.store_location import configure, ensure_dir, store_dir, store_path
 
 ROOT = Path(__file__).resolve().parents[2]
 

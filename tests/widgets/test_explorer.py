@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 from lion_nb import Branch, Session, iModel
-from lion_nb.notebook.cells import CellRef, apply_policy, tag_messages
+from lion_nb.notebook.cell.cells import CellRef, apply_policy, tag_messages
 from lion_nb.widgets import BranchView, SessionExplorer
 
 SECRET = "sk-test-DO-NOT-LEAK-4242"

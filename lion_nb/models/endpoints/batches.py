@@ -29,10 +29,12 @@ cannot be read (a torn line) is skipped, and its request reported as missing; a 
 wrong shape (``"status_code": "abc"``) fails its own request, never the batch. Malformed
 ``request_counts`` count as zero: they only feed progress.
 
-A batch goes through the cassette seam like any model call: `batch_service` hands back the
-service behind a `CassetteBatches` when a cassette is in force for the model (recorded or
-replayed as one exchange, `lion_nb.models.cassettes._batches`), and refuses at once when
-``LION_NB_CASSETTE_MODE=none`` forbids live calls.
+A batch goes through the cassette seam like any model call:
+`lion_nb.models.batch_service.batch_service` hands back the service behind a
+`CassetteBatches` when a cassette is in force for the model (recorded or replayed as one
+exchange, `lion_nb.models.cassettes._batches`), and refuses at once when
+``LION_NB_CASSETTE_MODE=none`` forbids live calls. The services themselves know nothing of
+cassettes, which record them.
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ from ._http import HTTPEndpoint, backoff
 from ._http_errors import error_from_payload, error_from_response, exhausted, request_id_of, tag
 from .base import ChatRequest, ModelResponse
 
-__all__ = ["BatchOutcome", "BatchService", "BatchStatus", "batch_service"]
+__all__ = ["BatchOutcome", "BatchService", "BatchStatus", "provider_batch_service"]
 
 ENDED = frozenset({"ended", "cancelled", "failed", "expired"})
 _OPENAI_STATES = {
@@ -434,35 +436,19 @@ def _same_origin(url: str, base: str) -> bool:
     return (a.scheme, a.hostname, a.port) == (b.scheme, b.hostname, b.port)
 
 
-def batch_service(model: Any) -> Any:
-    """The batch service of an iModel (or endpoint); a clear error for one without any.
-
-    With a cassette in force for the model, the service records into it or replays from it
-    (`CassetteBatches`); with ``LION_NB_CASSETTE_MODE=none`` and none, `CassetteError`."""
+def provider_batch_service(model: Any) -> BatchService:
+    """The batch service of an iModel's (or an endpoint's) provider; a clear error for one
+    without any. `lion_nb.models.batch_service` puts it behind the cassette in force."""
     endpoint = getattr(model, "endpoint", model)
     from .anthropic import AnthropicEndpoint
     from .openai import OpenAIEndpoint
 
-    service: BatchService
     if isinstance(endpoint, AnthropicEndpoint):
-        service = AnthropicBatches(endpoint)
-    elif isinstance(endpoint, OpenAIEndpoint):
-        service = OpenAIBatches(endpoint)
-    else:
-        provider = getattr(model, "provider", None) or getattr(endpoint, "provider", "?")
-        raise ConfigurationError(
-            f"`via='batch'` needs a model with a batch service (OpenAI or Anthropic over "
-            f"HTTP); `{provider}` has none. Use `via='live'`."
-        )
-    from ..cassettes.scope import cassette_for
-
-    if model is endpoint:
-        from ..imodel import iModel
-
-        model = iModel(endpoint=endpoint)
-    tape = cassette_for(model)
-    if tape is None:
-        return service
-    from ..cassettes._batches import CassetteBatches
-
-    return CassetteBatches(service, model, tape)
+        return AnthropicBatches(endpoint)
+    if isinstance(endpoint, OpenAIEndpoint):
+        return OpenAIBatches(endpoint)
+    provider = getattr(model, "provider", None) or getattr(endpoint, "provider", "?")
+    raise ConfigurationError(
+        f"`via='batch'` needs a model with a batch service (OpenAI or Anthropic over "
+        f"HTTP); `{provider}` has none. Use `via='live'`."
+    )

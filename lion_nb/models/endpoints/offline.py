@@ -46,7 +46,7 @@ from ...errors import (
     ScriptExhaustedError,
     ServerError,
 )
-from ...protocols.tokens import estimate_message_tokens, estimate_tokens
+from ...tokens import estimate_message_tokens, estimate_tokens
 from ._fake_json import example_for
 from .base import APIEndpoint, ChatRequest, ModelResponse, ToolCall, emit_text_delta, wants_stream
 

@@ -20,7 +20,7 @@ import anyio
 from pydantic import ValidationError
 
 from ...errors import ConfigurationError, ScriptExhaustedError
-from ...protocols.tokens import estimate_tokens
+from ...tokens import estimate_tokens
 from ..stream import StreamChunk
 from .base import CLIEndpoint, CLIRequest
 

@@ -16,8 +16,9 @@ from lion_nb.errors import (
     RateLimitError,
     ServerError,
 )
+from lion_nb.models.batch_service import batch_service
 from lion_nb.models.endpoints.base import ChatRequest
-from lion_nb.models.endpoints.batches import BatchOutcome, BatchStatus, batch_service
+from lion_nb.models.endpoints.batches import BatchOutcome, BatchStatus
 from lion_nb.models.imodel import iModel
 from tests.fakes.batch_api import BatchEmulator
 

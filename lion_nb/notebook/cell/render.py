@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
-from ..rendering import markdown_html, sanitize_html
+from ...rendering import markdown_html, sanitize_html
 from .interpolate import format_value
 from .options import FORMATS
 

@@ -26,12 +26,24 @@ __all__ = [
     "current_session",
     "find_branch",
     "notebook_state",
+    "on_attach",
     "reset_notebook_state",
 ]
 
 DEFAULT_BRANCH = "main"
 
 _state: NotebookState | None = None
+
+#: called as ``hook(state, session)`` after every `NotebookState.attach`
+_attach_hooks: list[Callable[[NotebookState, Any], None]] = []
+
+
+def on_attach(hook: Callable[[NotebookState, Any], None]) -> None:
+    """Call ``hook(state, session)`` whenever a Session becomes the notebook's (first use,
+    ``%lion load``, ``%lion reset --all``). What follows the Session from above -- autosave --
+    registers here, so the state imports none of it."""
+    if hook not in _attach_hooks:
+        _attach_hooks.append(hook)
 
 
 def notebook_state() -> NotebookState:
@@ -86,14 +98,14 @@ class NotebookState:
     @property
     def session(self) -> Any:
         if self._session is None:
-            from ..session.session import Session
+            from ...session.session import Session
 
             self.attach(Session())
         return self._session
 
     def attach(self, session: Any) -> None:
         """Make ``session`` the notebook's Session (used on first use, load and reset)."""
-        from ..protocols.signals import Signal, keep_history
+        from ...protocols.signals import Signal, keep_history
 
         if self._subscription is not None:
             self._subscription()
@@ -111,9 +123,8 @@ class NotebookState:
         from .autoload import autoload
 
         autoload(session)  # installed entry-point extensions; each broken one is a warning
-        from .persistence import session_attached
-
-        session_attached(self, session)  # autosave follows the new Session (when loaded)
+        for hook in list(_attach_hooks):
+            hook(self, session)  # e.g. autosave follows the new Session (when loaded)
 
     def _signals_of(self, session: Any) -> list[Any]:
         """The logged signals of ``session``'s branches (the log outlives a Session)."""
@@ -127,7 +138,7 @@ class NotebookState:
         if self._session is not None:
             if self._subscription is not None:
                 self._subscription()
-            from ..protocols.signals import Signal
+            from ...protocols.signals import Signal
 
             self._subscription = self._session.observe(Signal, self.signals.append)
 

@@ -341,7 +341,7 @@ async def _operate(branch: Any, text: str, rf: Any, names: list[str] | None, gui
     """``operate``, then -- when the model only called tools -- one follow-up exchange without
     tools that answers from their results, so the cell shows the answer (an instance of
     ``rf`` when given), not operate's record of the calls. One observed run."""
-    from ..session.lifecycle import observed_run
+    from ...session.lifecycle import observed_run
 
     actions = bool(names) or bool(branch.tools)  # tools registered with `%lion tool` too
 
@@ -396,8 +396,8 @@ async def _call(plan: TurnPlan, view: Any, session: Any) -> Any:
 
 async def execute(plan: TurnPlan, view: Any, session: Any) -> Any:
     """Run ``plan``, reporting to ``view`` (already started). Returns the turn's result."""
-    from ..models.endpoints import streaming_to
-    from ..protocols.signals import MessageAdded
+    from ...models.endpoints import streaming_to
+    from ...protocols.signals import MessageAdded
 
     branch = plan.branch
     branch_id = str(branch.id)
@@ -425,7 +425,7 @@ async def execute(plan: TurnPlan, view: Any, session: Any) -> Any:
         subscription.cancel()
         new = [m for m in branch.messages if m.id not in before]
         cells.tag_messages(new, plan.cell, plan.turn_id)
-        from .persistence import checkpoint
+        from ..state.persistence import checkpoint
 
         checkpoint(session)  # the tags reach the session store now, not after the cell
     view.finish(result)

@@ -25,6 +25,6 @@ def autoload(session: Any) -> None:
     """Load the installed entry-point extensions into ``session`` (warning for broken ones)."""
     if os.environ.get(AUTOLOAD_ENV, "").strip().lower() in ("0", "false", "no", "off"):
         return
-    from ..extensions import load_entry_point_extensions
+    from ...extensions import load_entry_point_extensions
 
     load_entry_point_extensions(session, on_error="warn")

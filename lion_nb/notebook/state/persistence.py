@@ -29,6 +29,8 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
+from .session import on_attach
+
 __all__ = ["NotebookPersistence", "checkpoint", "install", "installed", "session_attached"]
 
 RESUME_HINT = "`%lion autosave on` tries again"
@@ -42,9 +44,12 @@ def installed() -> NotebookPersistence | None:
 
 
 def session_attached(state: Any, session: Any) -> None:
-    """`NotebookState.attach` calls this: follow the new Session."""
+    """Follow the new Session (`NotebookState.attach` calls this through `on_attach`)."""
     if _installed is not None:
         _installed.follow(session)
+
+
+on_attach(session_attached)
 
 
 def checkpoint(session: Any) -> None:
@@ -76,8 +81,8 @@ class NotebookPersistence:
     @property
     def store(self) -> Any:
         """The store at ``LionMagics.store_path`` (opened on first use)."""
-        from ..store.location import store_path
-        from ..store.store import open_store
+        from ...store.store import open_store
+        from ...store_location import store_path
 
         path = store_path(self.magics.store_path or None)
         if self._store is None or self._store.path != path:
@@ -95,7 +100,7 @@ class NotebookPersistence:
         seed, self._seed = self._seed, None
         if not self.magics.autosave:
             return
-        from ..store.autosave import Autosaver
+        from ...store.autosave import Autosaver
 
         if seed is not None and seed.id != str(session.id):
             seed = None
@@ -132,7 +137,7 @@ class NotebookPersistence:
             self.follow(state._session)
 
     def _failed(self, error: Exception) -> None:
-        from ..store.errors import StoreWarning
+        from ...store.errors import StoreWarning
 
         warnings.warn(
             StoreWarning(
@@ -153,7 +158,7 @@ class NotebookPersistence:
 
     def _on_config(self, change: dict[str, Any]) -> None:
         if change["name"] == "store_path":
-            from ..store.location import configure
+            from ...store_location import configure
 
             configure(change["new"] or None)
         self.restart()
@@ -162,8 +167,8 @@ class NotebookPersistence:
     def find(self, ref: str | None, *, current: Any = None) -> str:
         """The id of the session to restore: ``ref`` (an id or its start), else this
         notebook's latest (not the one running now). A `UsageError` says what is missing."""
-        from ..errors import ItemNotFoundError
-        from ..store.errors import StoreError
+        from ...errors import ItemNotFoundError
+        from ...store.errors import StoreError
 
         store = self.store
         if not store.exists():
@@ -196,8 +201,8 @@ class NotebookPersistence:
         """How many messages the store holds of the session serialized in ``data`` (a
         ``Session.to_dict``) that ``data`` lacks: committed after the file was saved. Importing
         it under the same id would replace them, so `%lion load FILE` then imports a copy."""
-        from ..errors import ItemNotFoundError
-        from ..store.errors import StoreError
+        from ...errors import ItemNotFoundError
+        from ...store.errors import StoreError
 
         if not isinstance(data, dict) or not isinstance(data.get("id"), str):
             return 0
@@ -219,8 +224,8 @@ class NotebookPersistence:
     def restore(self, state: Any, ref: str | None = None) -> Any:
         """Make the saved session ``ref`` (default: this notebook's latest) the notebook's
         Session and follow it; returns it."""
-        from ..store.errors import StoreError
-        from ..store.rows import build_session
+        from ...store.errors import StoreError
+        from ...store.rows import build_session
 
         session_id = self.find(ref, current=state._session)
         try:
@@ -234,7 +239,7 @@ class NotebookPersistence:
 
     def restore_on_load(self, state: Any) -> Any:
         """``restore_on_load``: restore quietly; a problem is a warning, never a failure."""
-        from ..store.errors import StoreWarning
+        from ...store.errors import StoreWarning
 
         if not self.store.exists():
             return None
@@ -263,7 +268,7 @@ class NotebookPersistence:
 def install(ipython: Any, magics: Any) -> Callable[[], None]:
     """Set up autosave for ``magics``' shell; returns what undoes it."""
     global _installed
-    from ..store.location import configure
+    from ...store_location import configure
     from .session import notebook_state
 
     persistence = NotebookPersistence(magics)

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
+
+from .view import TurnInfo, TurnView, show_answer
 
 __all__ = [
     "HandleView",
@@ -39,41 +40,6 @@ __all__ = [
 logger = logging.getLogger("lion_nb.notebook")
 
 
-@dataclass(slots=True)
-class TurnInfo:
-    """What a view knows about the turn it shows."""
-
-    branch: str
-    operation: str
-    model: str
-    fmt: str = "markdown"
-    background: bool = False
-    max_rate: float = 20.0
-    note: str = ""
-    #: stops the turn (a Stop button calls it); ``True`` if it was still running. Set by the
-    #: runner once the turn's task exists; ``None`` until then.
-    stop: Callable[[], bool] | None = None
-    #: "auto" (a widget where a widget front end is present, else text), "widget" or "text"
-    live: str = "auto"
-
-
-class TurnView:
-    """The seam. Every method is optional to override and must not raise."""
-
-    def __init__(self, info: TurnInfo):
-        self.info = info
-
-    def start(self) -> None: ...
-
-    def text(self, fragment: str) -> None: ...
-
-    def message(self, message: Any) -> None: ...
-
-    def finish(self, result: Any) -> None: ...
-
-    def fail(self, error: BaseException, *, interrupted: bool = False) -> None: ...
-
-
 _EMPTY: dict[str, Any] = {"text/plain": ""}
 
 
@@ -86,7 +52,7 @@ class HandleView(TurnView):
 
     def __init__(self, info: TurnInfo):
         super().__init__(info)
-        from ..widgets._throttle import Throttle
+        from ...widgets._throttle import Throttle
 
         self._handle: Any = None
         self._text: list[str] = []
@@ -107,7 +73,7 @@ class HandleView(TurnView):
         self._throttle.poke()
 
     def message(self, message: Any) -> None:
-        from ..operations.early_end import is_incomplete
+        from ...operations.early_end import is_incomplete
 
         kind = getattr(message, "kind", "")
         self._incomplete = self._incomplete or is_incomplete(message)
@@ -131,7 +97,7 @@ class HandleView(TurnView):
         self._throttle.cancel()
         what = "interrupted" if interrupted else f"failed: {type(error).__name__}"
         if self._incomplete:
-            from ..operations.early_end import KEPT_NOTE
+            from ...operations.early_end import KEPT_NOTE
 
             what = f"{what} · {KEPT_NOTE}"
         self._update(self._bundle(streaming=False, status=what))
@@ -157,7 +123,7 @@ class HandleView(TurnView):
         head = " · ".join(
             p for p in (info.branch, info.operation, info.model, state, info.note) if p
         )
-        from ..models.clean import clean_text
+        from ...models.clean import clean_text
 
         text = clean_text("".join(self._text))  # not a message yet: made clean here
         steps = "\n".join(self._steps)
@@ -171,37 +137,6 @@ class HandleView(TurnView):
         steps_html = f"<pre>{escape(steps)}</pre>" if steps else ""
         html = f"<div><small>{escape(head)}</small>{steps_html}{body}</div>"
         return {"text/html": html, "text/plain": plain}
-
-
-def show_answer(result: Any, info: TurnInfo) -> None:
-    """Display a finished turn's answer once, as its own output (with the re-run note)."""
-
-    from .render import mime_bundle
-
-    bundle = mime_bundle(result, info.fmt)
-    if info.note:  # e.g. where a re-run kept the earlier turn
-        bundle["text/plain"] = f"[{info.note}]\n{bundle.get('text/plain', '')}"
-        if "text/html" in bundle:
-            bundle["text/html"] = f"<small>{note_html(info.note)}</small>{bundle['text/html']}"
-    try:
-        from IPython.display import display
-
-        display(bundle, raw=True)
-    except Exception:
-        logger.warning("could not display the answer", exc_info=True)
-
-
-def note_html(note: str) -> str:
-    """A note's HTML: escaped, its `names` as code (the backticks are markup, not text)."""
-    import re
-    from html import escape
-
-    return re.sub(r"`([^`]+)`", r"<code>\1</code>", escape(note))
-
-
-def plain_note(note: str) -> str:
-    """A note for a place that shows text only: without its backticks."""
-    return note.replace("`", "")
 
 
 def widget_frontend() -> bool:

@@ -21,8 +21,8 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
-from .commands import _branch, _model_label, _short, arg, command, file_problem
-from .render import Table
+from ..cell.render import Table
+from .registry import _branch, _model_label, _short, arg, awaited, command, file_problem
 
 __all__ = ["explain"]
 
@@ -32,8 +32,8 @@ FILE_FORMAT = "lion_nb.session/1"
 # -- models ------------------------------------------------------------------------------------
 @command("models", "List each branch's model, the aliases and the default for new branches.")
 def _models(magics: Any, args: Any) -> Table:
-    from ..models.endpoints import ENDPOINTS, PRESETS
-    from ..settings import default_chat_model
+    from ...models.endpoints import ENDPOINTS, PRESETS
+    from ...settings import default_chat_model
 
     state = magics.state
     rows = [
@@ -62,7 +62,7 @@ def _models(magics: Any, args: Any) -> Table:
     arg("-b", "--branch", metavar="NAME", help="branch (default: the active one)"),
 )
 def _model(magics: Any, args: Any) -> None:
-    from .options import resolve_model
+    from ..cell.options import resolve_model
 
     branch = _branch(magics, args.branch)
     branch.chat_model = resolve_model(args.model, magics.shell.user_ns, dict(magics.aliases))
@@ -116,7 +116,7 @@ def _alias(magics: Any, args: Any) -> Any:
     arg("--remove", action="store_true", help="remove these tools instead"),
 )
 def _tool(magics: Any, args: Any) -> None:
-    from .options import resolve_tools
+    from ..cell.options import resolve_tools
 
     branch = _branch(magics, args.branch)
     if args.remove:
@@ -182,16 +182,17 @@ Error and traceback:
     arg("-q", "--quiet", action="store_true"),
 )
 def _explain_sync(magics: Any, args: Any, *, assigned: bool = True) -> Any:
-    from .runner import run_sync
+    from ..cell.runner import run_sync
 
     return run_sync(explain(magics, args, assigned=assigned))
 
 
+@awaited("explain")
 async def explain(magics: Any, args: Any, *, assigned: bool = True) -> Any:
     """Explain the last error on a branch. Unassigned, the answer is the cell's value and
     ``None`` is returned, so it is shown once."""
-    from .options import TurnOptions
-    from .render import FORMATS
+    from ..cell.options import TurnOptions
+    from ..cell.render import FORMATS
 
     last = magics.state.errors.last
     if last is None:
@@ -258,7 +259,7 @@ def _removable(tmp: Path) -> bool:
 
 def _scrub_data(value: Any) -> Any:
     """``value`` (JSON data) with every string in it scrubbed of secrets, keys included."""
-    from ..models.secrets import scrub
+    from ...models.secrets import scrub
 
     if isinstance(value, str):
         return scrub(value)
@@ -278,11 +279,11 @@ def _scrub_data(value: Any) -> Any:
     arg("--session", metavar="ID", help="restore this saved session (`%%lion sessions` lists)"),
 )
 def _load(magics: Any, args: Any) -> None:
-    from ..session.session import Session
+    from ...session.session import Session
 
     _no_runs(magics, "load")
     if args.path is None:
-        from .commands_store import restore
+        from .store import restore
 
         restore(magics, args.session)
         return
@@ -305,7 +306,7 @@ def _load(magics: Any, args: Any) -> None:
         raise UsageError(f"`%lion load`: {file_problem(exc, path, writing=False)}") from None
     if not isinstance(data, dict) or data.get("format") != FILE_FORMAT:
         raise UsageError(f"`%lion load`: `{path}` was not written by `%lion save`.")
-    from .commands_store import _persistence
+    from .store import _persistence
 
     saved = data["session"]
     newer = _persistence(magics).unsaved_in_file(saved)
@@ -361,7 +362,7 @@ def _as_new_session(data: dict[str, Any]) -> dict[str, Any]:
 def _reset(magics: Any, args: Any) -> None:
     state = magics.state
     if args.all:
-        from ..session.session import Session
+        from ...session.session import Session
 
         _no_runs(magics, "reset --all")
         state.attach(Session())
@@ -386,15 +387,13 @@ def _reset(magics: Any, args: Any) -> None:
 def _config(magics: Any, args: Any) -> Any:
     from traitlets import TraitError
 
-    from .magics import ENV
-
     traits = magics.traits(config=True)
     if args.name is None:
         rows = [
             {
                 "option": n,
                 "value": json.dumps(getattr(magics, n)),
-                "env": ENV.get(n, ""),
+                "env": magics.env_vars.get(n, ""),
                 "help": t.help,
             }
             for n, t in sorted(traits.items())

@@ -19,7 +19,7 @@ _KEY_HINT = (
 
 
 def as_usage_error(exc: BaseException) -> BaseException:
-    from ..errors import ConfigurationError, ItemExistsError, ItemNotFoundError
+    from ...errors import ConfigurationError, ItemExistsError, ItemNotFoundError
 
     if isinstance(exc, (ConfigurationError, ItemNotFoundError, ItemExistsError)):
         return UsageError(str(exc))
@@ -28,7 +28,7 @@ def as_usage_error(exc: BaseException) -> BaseException:
 
 def provider_error(exc: BaseException) -> BaseException | None:
     """The provider's own error behind ``exc`` (itself, or in its cause chain), if any."""
-    from ..errors import ProviderError
+    from ...errors import ProviderError
 
     chain: BaseException | None = exc
     seen: set[int] = set()
@@ -45,7 +45,7 @@ def presentable(exc: BaseException) -> BaseException:
     one line in the provider's own words (the traceback stays on ``exc`` for ``%debug``)."""
     import re
 
-    from ..errors import LionError
+    from ...errors import LionError
 
     if isinstance(exc, UsageError):
         return exc

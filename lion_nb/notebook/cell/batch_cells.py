@@ -34,33 +34,11 @@ from IPython.core.error import UsageError
 
 from .options import TurnOptions, resolve_response_format, resolve_tools
 
-__all__ = ["check_options", "run_batch_cell", "start_batch_cell"]
+__all__ = ["run_batch_cell", "start_batch_cell"]
 
 _ITEM = re.compile(r"\{(?:item|index)(?:\.[A-Za-z_]\w*|\[[^\[\]{}]*\])*\}")
 _SHOWN_ROWS = 50
 _ids = itertools.count(1)
-
-
-def check_options(opts: TurnOptions) -> None:
-    """The checks of `TurnOptions.check` that concern ``--map`` and ``--compare``."""
-    what = "--map" if opts.map_over is not None else "--compare"
-    if opts.map_over is not None and opts.compare:
-        raise UsageError("`--map` and `--compare` cannot be combined: pick one.")
-    if opts.map_over is not None and not opts.map_over.strip():
-        raise UsageError("`--map` needs the items: a name or expression, e.g. `--map cities`.")
-    if opts.policy:
-        raise UsageError(
-            f"`--policy` does not apply to `{what}`: each run makes new branches of its own."
-        )
-    if opts.fmt == "code":
-        raise UsageError(f"`--format code` cannot be combined with `{what}`.")
-    if opts.compare:
-        if len(opts.compare) < 2:
-            raise UsageError("`--compare` needs two models or more, e.g. `--compare fast,smart`.")
-        if opts.model:
-            raise UsageError("`--compare` names the models; drop `--model`.")
-        if opts.bg:
-            raise UsageError("`--compare` cannot run with `--bg`: drop `--bg`.")
 
 
 # -- planning ------------------------------------------------------------------------------------
@@ -205,7 +183,7 @@ async def run_batch_cell(magics: Any, opts: TurnOptions, body: str, *, cell_valu
         raise
     finally:
         state.swap_foreground_stop(previous, only_if=run.stop)
-        from ..widgets.progress import TextProgress
+        from ...widgets.progress import TextProgress
 
         if isinstance(view, TextProgress):
             view.close()
@@ -235,7 +213,7 @@ def _bind_when_done(magics: Any, opts: TurnOptions, run: Any) -> None:
 def _show_progress(magics: Any, opts: TurnOptions, run: Any) -> Any:
     if opts.quiet:
         return None
-    from ..widgets.progress import show_progress
+    from ...widgets.progress import show_progress
 
     return show_progress(
         run, live=magics.live_view, max_rate=magics.max_updates_per_second, in_cell=True
@@ -249,7 +227,7 @@ def _deliver(magics: Any, opts: TurnOptions, run: Any, output: Any, *, cell_valu
 
     if not opts.quiet:
         if opts.compare:
-            from ..widgets.compare import Comparison
+            from ...widgets.compare import Comparison
 
             display(Comparison(run))
         elif run._kind != "list":

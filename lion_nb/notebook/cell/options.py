@@ -283,9 +283,41 @@ class TurnOptions:
                 "is 0 or more, e.g. `--max-extensions 2` (0: no extra round)."
             )
         if self.map_over is not None or self.compare:
-            from .batch_cells import check_options
+            check_batch_options(self)
 
-            check_options(self)
+
+def ask_parser() -> Any:
+    """The parser of ``%lion ask`` (the options of ``%%lion`` and a prompt), made once."""
+    global _ASK_PARSER
+    if _ASK_PARSER is None:
+        _ASK_PARSER = turn_parser("lion ask", prompt=True)
+    return _ASK_PARSER
+
+
+_ASK_PARSER: Any = None
+
+
+def check_batch_options(opts: TurnOptions) -> None:
+    """The checks of `TurnOptions.check` that concern ``--map`` and ``--compare``
+    (`batch_cells` runs those cells)."""
+    what = "--map" if opts.map_over is not None else "--compare"
+    if opts.map_over is not None and opts.compare:
+        raise UsageError("`--map` and `--compare` cannot be combined: pick one.")
+    if opts.map_over is not None and not opts.map_over.strip():
+        raise UsageError("`--map` needs the items: a name or expression, e.g. `--map cities`.")
+    if opts.policy:
+        raise UsageError(
+            f"`--policy` does not apply to `{what}`: each run makes new branches of its own."
+        )
+    if opts.fmt == "code":
+        raise UsageError(f"`--format code` cannot be combined with `{what}`.")
+    if opts.compare:
+        if len(opts.compare) < 2:
+            raise UsageError("`--compare` needs two models or more, e.g. `--compare fast,smart`.")
+        if opts.model:
+            raise UsageError("`--compare` names the models; drop `--model`.")
+        if opts.bg:
+            raise UsageError("`--compare` cannot run with `--bg`: drop `--bg`.")
 
 
 def validate_name(name: str, option: str) -> str:
@@ -431,8 +463,8 @@ EMPTY_MODEL = (
 
 def resolve_model(spec: str, namespace: Mapping[str, Any], aliases: Mapping[str, str]) -> Any:
     """An iModel from an alias, an ``iModel`` variable or a ``provider/model`` string."""
-    from ..errors import ConfigurationError
-    from ..models.imodel import iModel
+    from ...errors import ConfigurationError
+    from ...models.imodel import iModel
 
     spec = spec.strip()
     if not spec:

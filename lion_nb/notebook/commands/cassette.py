@@ -14,8 +14,8 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
-from ..models.cassettes._modes import MODE_HELP, MODES
-from .commands import _short, arg, command, file_problem
+from ...models.cassettes._modes import MODE_HELP, MODES
+from .registry import _short, arg, command, file_problem
 
 __all__: list[str] = []
 
@@ -33,7 +33,7 @@ __all__: list[str] = []
     arg("--off", action="store_true", help="stop using the cassette: calls go to the providers"),
 )
 def _cassette(magics: Any, args: Any) -> None:
-    from ..models.cassettes import Cassette, CassetteError, current_cassette, use_cassette
+    from ...models.cassettes import Cassette, CassetteError, current_cassette, use_cassette
 
     if args.off:
         if args.path or args.mode:

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ..errors import ConfigurationError, LionError
+from .errors import ConfigurationError, LionError
 
 __all__ = [
     "LOAD_ERRORS",

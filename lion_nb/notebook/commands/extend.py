@@ -8,7 +8,7 @@ failed, and the Session is left as it was. ``%lion extend`` alone lists the load
 ``--entry-points`` loads installed extensions that appeared since the Session was created.
 
 Installed entry-point extensions are loaded into every Session the notebook attaches
-(`lion_nb.notebook.autoload`).
+(`lion_nb.notebook.state.autoload`).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
-from .commands import arg, command
-from .render import Table
+from ..cell.render import Table
+from .registry import arg, command
 
 __all__: list[str] = []  # registers `%lion extend`
 
@@ -34,7 +34,7 @@ __all__: list[str] = []  # registers `%lion extend`
     ),
 )
 def _extend(magics: Any, args: Any) -> Any:
-    from ..extensions import (
+    from ...extensions import (
         ExtensionError,
         load_entry_point_extensions,
         load_extension,

@@ -42,7 +42,7 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
-from ..models.secrets import scrub
+from ...models.secrets import scrub
 
 __all__ = ["format_value", "interpolate"]
 

@@ -23,8 +23,8 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
-from .commands import _branch, arg, command, file_problem
-from .render import Table
+from ..cell.render import Table
+from .registry import _branch, arg, command, file_problem
 
 __all__ = ["restore", "shown_path"]
 
@@ -38,7 +38,7 @@ def shown_path(path: Path) -> str:
 
 
 def _persistence(magics: Any) -> Any:
-    from .persistence import NotebookPersistence, installed
+    from ..state.persistence import NotebookPersistence, installed
 
     found = installed()
     return found if found is not None and found.magics is magics else NotebookPersistence(magics)
@@ -67,8 +67,8 @@ def _when(timestamp: float) -> str:
     arg("--delete", metavar="ID", help="delete this saved session (its id or first characters)"),
 )
 def _sessions(magics: Any, args: Any) -> Table | None:
-    from ..errors import ItemNotFoundError
-    from ..store.errors import StoreError
+    from ...errors import ItemNotFoundError
+    from ...store.errors import StoreError
 
     persistence = _persistence(magics)
     store = persistence.store
@@ -140,7 +140,7 @@ def _autosave(magics: Any, args: Any) -> None:
     arg("-o", "--out", metavar="FILE", help="write to this file (.json or .md)"),
 )
 def _export(magics: Any, args: Any) -> Any:
-    from ..store import export
+    from ...store import export
 
     branch = _branch(magics, args.name)
     fmt = args.format

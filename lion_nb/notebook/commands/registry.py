@@ -1,4 +1,5 @@
-"""The ``%lion`` subcommands: branches, history, signals, models, tools, save/load, config.
+"""The ``%lion`` subcommands' registry and dispatch, and the branch subcommands (branches,
+switch, new, clone, remove, history, signals); the other groups register from their modules.
 
 Each subcommand is a function ``(magics, args) -> value`` with its own IPython argument
 parser (``%lion help NAME`` prints it). Subcommands that show something return a `Table`, so
@@ -16,7 +17,7 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import MagicArgumentParser
 
-from .render import Table
+from ..cell.render import Table
 
 __all__ = ["COMMANDS", "dispatch", "dispatch_async"]
 
@@ -34,6 +35,8 @@ class _Command:
         self, name: str, func: Callable[..., Any], summary: str, parser: MagicArgumentParser
     ):
         self.name, self.func, self.summary, self.parser = name, func, summary, parser
+        #: ``async (magics, args, *, assigned)``: how an awaited line runs it (see `awaited`)
+        self.awaited: Callable[..., Any] | None = None
 
 
 COMMANDS: dict[str, _Command] = {}
@@ -43,7 +46,7 @@ def command(name: str, summary: str, *args: tuple[tuple, dict]) -> Callable[[Cal
     """Register a subcommand with its parser arguments (``((flags...), {kwargs})`` pairs)."""
 
     def decorate(func: Callable) -> Callable:
-        from .options import help_formatter
+        from ..cell.options import help_formatter
 
         parser = MagicArgumentParser(
             prog=f"lion {name}", description=summary, formatter_class=help_formatter()
@@ -58,6 +61,17 @@ def command(name: str, summary: str, *args: tuple[tuple, dict]) -> Callable[[Cal
 
 def arg(*flags: str, **kw: Any) -> tuple[tuple, dict]:
     return flags, kw
+
+
+def awaited(name: str) -> Callable[[Callable], Callable]:
+    """Register ``async func(magics, args, *, assigned)`` as how an awaited ``%lion NAME``
+    line runs (on the kernel's loop, like a ``%%lion`` cell); `command` registers NAME."""
+
+    def decorate(func: Callable) -> Callable:
+        COMMANDS[name].awaited = func
+        return func
+
+    return decorate
 
 
 def _split(line: str) -> tuple[str, str]:
@@ -81,7 +95,7 @@ def _find(name: str) -> _Command:
 
 def _parse(cmd: _Command, rest: str) -> Any:
     """The subcommand's arguments; ``None`` when ``-h`` / ``--help`` printed its usage."""
-    from .options import split_line, wants_help
+    from ..cell.options import split_line, wants_help
 
     words = split_line(rest, f"%lion {cmd.name}")
     if wants_help(words):
@@ -100,7 +114,7 @@ def dispatch(magics: Any, line: str, *, assigned: bool = True) -> Any:
     `run_sync`, except ``ask --bg``, which starts on this thread's loop and returns the handle.
     Unassigned (``assigned=False``), their answer is the cell's value and they return ``None``.
     """
-    from .runner import run_sync
+    from ..cell.runner import run_sync
 
     name, rest = _split(line)
     if name == "ask":
@@ -128,13 +142,12 @@ async def dispatch_async(magics: Any, line: str, *, assigned: bool = True) -> An
         if opts is None:
             return None
         return await _ask(magics, opts, assigned=assigned)
-    if name == "explain":
-        from .commands_session import explain
-
-        args = _parse(_find(name), rest)
+    cmd = COMMANDS.get(name)
+    if cmd is not None and cmd.awaited is not None:
+        args = _parse(cmd, rest)
         if args is None:
             return None
-        return await explain(magics, args, assigned=assigned)
+        return await cmd.awaited(magics, args, assigned=assigned)
     return dispatch(magics, line, assigned=assigned)
 
 
@@ -241,9 +254,9 @@ def _help(magics: Any, args: Any) -> None:
 
 def _usage(topic: str) -> str:
     if topic == "ask":
-        from .magics import _ask_parser
+        from ..cell.options import ask_parser
 
-        return _ask_parser().format_help()
+        return ask_parser().format_help()
     return _find(topic).parser.format_help()
 
 
@@ -283,14 +296,14 @@ def _switch(magics: Any, args: Any) -> None:
     arg("-s", "--system", metavar="TEXT", help="system prompt"),
 )
 def _new(magics: Any, args: Any) -> Any:
-    from .turn import default_model, model_for
+    from ..cell.turn import default_model, model_for
 
     state = magics.state
     if state.branch(args.name) is not None:
         raise UsageError(
             f"`%lion new {args.name}`: that branch exists; `%lion switch {args.name}` uses it."
         )
-    from ..models.secrets import scrub
+    from ...models.secrets import scrub
 
     given = args.model is not None
     model = model_for(magics, args.model, None) if given else default_model(magics)
@@ -348,7 +361,7 @@ def _remove(magics: Any, args: Any) -> None:
     if active:
         now = state.session.default_branch
         if now is None:
-            from .turn import default_model
+            from ..cell.turn import default_model
 
             now = state.session.new_branch(
                 name=state.default_branch_name, chat_model=default_model(magics)
@@ -390,7 +403,7 @@ def _history(magics: Any, args: Any) -> Table:
 def _cell_label(tag: Any) -> Any:
     """A message's cell: its execution count, marked when an earlier kernel ran it (counts
     start again at 1 after a restart)."""
-    from .cells import KERNEL_RUN
+    from ..cell.cells import KERNEL_RUN
 
     if not isinstance(tag, dict):
         return ""
@@ -432,12 +445,3 @@ def _signals(magics: Any, args: Any) -> Table:
             }
         )
     return Table(["time", "signal", "branch", "detail"], rows, title="signals")
-
-
-# registration order is the order in which `%lion help` lists the subcommands
-# isort: off
-from . import commands_session as _registers_more  # noqa: E402,F401  (registers the rest)
-from . import commands_store as _registers_store  # noqa: E402,F401
-from . import commands_extend as _registers_extend  # noqa: E402,F401
-from . import commands_cassette as _registers_cassette  # noqa: E402,F401
-# isort: on

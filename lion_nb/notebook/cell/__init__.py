@@ -1,0 +1,1 @@
+"""The cell turn: a ``%%lion`` cell's options, interpolation, plan, run and display."""

@@ -1,0 +1,82 @@
+"""The display seam's two types, `TurnInfo` and `TurnView`, and `show_answer`.
+
+A turn talks to a `TurnView` only (see `display`, which picks the view and holds the default
+ones). Every view -- the text one there, the live widget one in `live_view` -- builds on
+these, so they sit below both.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["TurnInfo", "TurnView", "note_html", "plain_note", "show_answer"]
+
+logger = logging.getLogger("lion_nb.notebook")
+
+
+@dataclass(slots=True)
+class TurnInfo:
+    """What a view knows about the turn it shows."""
+
+    branch: str
+    operation: str
+    model: str
+    fmt: str = "markdown"
+    background: bool = False
+    max_rate: float = 20.0
+    note: str = ""
+    #: stops the turn (a Stop button calls it); ``True`` if it was still running. Set by the
+    #: runner once the turn's task exists; ``None`` until then.
+    stop: Callable[[], bool] | None = None
+    #: "auto" (a widget where a widget front end is present, else text), "widget" or "text"
+    live: str = "auto"
+
+
+class TurnView:
+    """The seam. Every method is optional to override and must not raise."""
+
+    def __init__(self, info: TurnInfo):
+        self.info = info
+
+    def start(self) -> None: ...
+
+    def text(self, fragment: str) -> None: ...
+
+    def message(self, message: Any) -> None: ...
+
+    def finish(self, result: Any) -> None: ...
+
+    def fail(self, error: BaseException, *, interrupted: bool = False) -> None: ...
+
+
+def show_answer(result: Any, info: TurnInfo) -> None:
+    """Display a finished turn's answer once, as its own output (with the re-run note)."""
+    from .render import mime_bundle
+
+    bundle = mime_bundle(result, info.fmt)
+    if info.note:  # e.g. where a re-run kept the earlier turn
+        bundle["text/plain"] = f"[{info.note}]\n{bundle.get('text/plain', '')}"
+        if "text/html" in bundle:
+            bundle["text/html"] = f"<small>{note_html(info.note)}</small>{bundle['text/html']}"
+    try:
+        from IPython.display import display
+
+        display(bundle, raw=True)
+    except Exception:
+        logger.warning("could not display the answer", exc_info=True)
+
+
+def note_html(note: str) -> str:
+    """A note's HTML: escaped, its `names` as code (the backticks are markup, not text)."""
+    import re
+    from html import escape
+
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", escape(note))
+
+
+def plain_note(note: str) -> str:
+    """A note for a place that shows text only: without its backticks."""
+    return note.replace("`", "")

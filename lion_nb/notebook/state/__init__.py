@@ -1,0 +1,1 @@
+"""The notebook's state: its Session, the errors and signals it keeps, and autosave."""
