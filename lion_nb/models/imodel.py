@@ -38,6 +38,7 @@ from .endpoints import (
     resolve_provider,
 )
 from .stream import StreamChunk
+from .usage import ensure_usage
 
 __all__ = ["APICall", "iModel", "iModelManager"]
 
@@ -196,6 +197,7 @@ class iModel:
                 call.response = await complete(tape, self, request, self._complete)
             else:
                 call.response = await self._complete(request)
+            ensure_usage(request, call.response)
             call.status = "completed"
         except CassetteError:
             raise

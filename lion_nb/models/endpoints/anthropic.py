@@ -51,7 +51,8 @@ from typing import Any, ClassVar
 from httpx_sse import ServerSentEvent
 
 from ...errors import ProviderError
-from ._http import HTTPEndpoint, normalize_usage, token_count
+from ..usage import anthropic_usage
+from ._http import HTTPEndpoint
 from ._http_errors import error_fields, error_from_payload, stream_error, tag
 from .base import ChatRequest, ModelResponse, ToolCall, emit_text_delta, wants_stream
 from .openai import decode_arguments
@@ -205,14 +206,10 @@ class AnthropicEndpoint(HTTPEndpoint):
         usage = data.get("usage") or {}
         if not isinstance(usage, dict):
             raise ValueError(f"`usage` is a {type(usage).__name__}, not an object")
-        prompt = sum(
-            token_count(k, usage.get(k))
-            for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
-        )
         return ModelResponse(
             text=text,
             tool_calls=calls,
-            usage=normalize_usage(usage, prompt, usage.get("output_tokens")),
+            usage=anthropic_usage(usage),
             raw=data,
             model=data.get("model") or self.model,
             finish_reason=finish,

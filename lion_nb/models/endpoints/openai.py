@@ -44,8 +44,9 @@ from typing import Any, ClassVar
 from httpx_sse import ServerSentEvent
 
 from ...errors import ConfigurationError, ProviderError
+from ..usage import openai_usage
 from . import PRESET_SETTINGS
-from ._http import HTTPEndpoint, normalize_usage
+from ._http import HTTPEndpoint
 from ._http_errors import error_fields, error_from_payload, stream_error
 from ._structured import check_form, other_form, refuses_form, wire_format
 from .base import ChatRequest, ModelResponse, ToolCall, emit_text_delta, wants_stream
@@ -171,9 +172,7 @@ class OpenAIEndpoint(HTTPEndpoint):
         return ModelResponse(
             text=_content_text(message.get("content")),
             tool_calls=[_tool_call(tc) for tc in _field(message, "tool_calls", list) or []],
-            usage=normalize_usage(
-                usage, usage.get("prompt_tokens"), usage.get("completion_tokens")
-            ),
+            usage=openai_usage(usage),
             raw=data,
             model=data.get("model") or self.model,
             finish_reason=choice.get("finish_reason"),
