@@ -1,7 +1,8 @@
 """``chat``: one unrecorded model call (ADR-0021 D3).
 
 Builds the instruction, applies context providers, renders the request (incrementally, see
-`MessageManager.chat_messages`), calls the model, logs the call, and hands back the
+`MessageManager.chat_messages`), checks the budgets (`lion_nb.session.budget`), calls the model, accounts for the call in the
+ledger (`lion_nb.session.ledger`), logs the call, and hands back the
 instruction and the response without appending either. A failed call raises
 `ExecutionError` with the provider's typed error as its cause, before any response is read.
 The temporary context-injection slot is cleared in a ``finally`` whatever happens.
@@ -17,6 +18,8 @@ from pydantic import BaseModel
 from ..errors import ExecutionError
 from ..models.endpoints import ChatRequest
 from ..protocols.messages import AssistantResponse, Instruction
+from ..session.budget import check_budgets
+from ..session.ledger import record_call
 from .types import ChatParam
 
 if TYPE_CHECKING:
@@ -147,6 +150,9 @@ async def chat(
         request = build_request(branch, ins, chat_param, injection)
     finally:
         branch._context_injection = None
+    billing = imodel.endpoint.billing
+    if billing == "live":
+        check_budgets(branch, imodel, request)  # raises before a call that would cross one
     call = await imodel.invoke(request)
     _log_call(branch, imodel, call)
     if call.status == "failed" or call.response is None:
@@ -156,17 +162,21 @@ async def chat(
         raise ExecutionError(
             redact(f"`{imodel.provider}/{imodel.model}` failed: {error}")
         ) from error
-    res = _to_assistant_response(branch, imodel, call.response)
+    usd = record_call(branch, imodel, call.response.usage) if billing != "none" else None
+    res = _to_assistant_response(branch, imodel, call.response, usd)
     if return_ins_res_message:
         return ins, res
     return res.response
 
 
-def _to_assistant_response(branch: Branch, imodel: Any, response: Any) -> AssistantResponse:
+def _to_assistant_response(
+    branch: Branch, imodel: Any, response: Any, usd: float | None
+) -> AssistantResponse:
     metadata: dict[str, Any] = {
         "model_response": response.raw,
         "usage": response.usage,
         "model": f"{imodel.provider}/{imodel.model}",
+        "cost_usd": usd,  # the ledger's price of this call (None: the model is unpriced)
     }
     if response.tool_calls:
         metadata["tool_calls"] = [

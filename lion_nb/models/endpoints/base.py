@@ -127,6 +127,10 @@ class Endpoint(ABC):  # noqa: B024 - the two families below are the abstract con
 
     provider: ClassVar[str] = ""
     is_cli: ClassVar[bool] = False
+    #: how the ledger treats this endpoint's calls: ``live`` (budgets checked before, cost
+    #: recorded after), ``paid`` (recorded only: the answer was paid for elsewhere, a
+    #: provider batch), ``none`` (not a model call at all)
+    billing: ClassVar[str] = "live"
 
     def __init__(self, model: str, **options: Any):
         self.model = model
