@@ -116,6 +116,7 @@ def build_request(
         tools=_as_openai_tools(param.tool_schemas or ins.tool_schemas),
         response_format=fmt,
         options=dict(param.imodel_kw),
+        cache_key=str(branch.id),
     )
 
 
@@ -164,6 +165,8 @@ async def chat(
         ) from error
     usd = record_call(branch, imodel, call.response.usage) if billing != "none" else None
     res = _to_assistant_response(branch, imodel, call.response, usd)
+    if billing == "live" and (note := _cache_break(branch, request)) and imodel.cache:
+        res.metadata["cache_note"] = note
     if return_ins_res_message:
         return ins, res
     return res.response
@@ -190,6 +193,23 @@ def _to_assistant_response(
         recipient=branch.user or "user",
         metadata=metadata,
     )
+
+
+def _cache_break(branch: Branch, request: ChatRequest) -> str | None:
+    """Why this request's cached prefix cannot match the last one's: its system prompt or
+    its tools changed (an interpolated value, say). ``None`` when nothing changed. Cheap: a
+    string's hash is computed once per string object."""
+    messages = request.messages
+    system = messages[0].get("content") if messages and messages[0]["role"] == "system" else None
+    tools = tuple(str((t.get("function") or t).get("name")) for t in request.tools or ())
+    mark = (hash(system) if isinstance(system, str) else None, tools)
+    private = branch.__pydantic_private__
+    before, private["_prefix_print"] = private.get("_prefix_print"), mark
+    if before is None or before == mark:
+        return None
+    if before[0] != mark[0]:
+        return "The system prompt changed since the last turn, so its cached prefix was not read."
+    return "The tools changed since the last turn, so the cached prefix was not read."
 
 
 def _log_call(branch: Branch, imodel: Any, call: Any) -> None:

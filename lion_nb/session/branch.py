@@ -113,6 +113,7 @@ class Branch(BranchVerbs, Element):
     _pending_signals: set = PrivateAttr(default_factory=set)
     _ledger: Any = PrivateAttr(None)  # `lion_nb.session.ledger`, built when first needed
     _budget: Any = PrivateAttr(None)
+    _prefix_print: Any = PrivateAttr(None)  # the last request's system prompt and tools
 
     def __init__(
         self,

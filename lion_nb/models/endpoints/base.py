@@ -86,6 +86,9 @@ class ChatRequest:
     response_format: dict[str, Any] | None = None
     options: dict[str, Any] = field(default_factory=dict)
     stream: bool = False
+    #: a stable key for the provider's prompt cache (the branch's id); not part of what a
+    #: cassette matches, since it names the conversation rather than what is asked
+    cache_key: str | None = None
 
 
 @dataclass(slots=True)

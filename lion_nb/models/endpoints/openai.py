@@ -32,6 +32,9 @@ OpenRouter, Groq and the like: requests go to ``{base_url}/chat/completions``.
   tools keeps the native form (the server must run ``--jinja`` to take them). A
   ``tool_choice`` of ``none`` with no tools is dropped: it is the default then, and servers
   refuse ``tool_choice`` without ``tools``.
+- ``prompt_cache_key`` (the branch's id, stable across its turns) routes a conversation's
+  requests to the same prompt cache; sent to OpenAI itself (no preset), unless
+  ``iModel(cache=False)``.
 - Servers with no key (Ollama, llama.cpp, LM Studio, or any loopback URL without a key set)
   get no ``Authorization`` header.
 """
@@ -152,6 +155,8 @@ class OpenAIEndpoint(HTTPEndpoint):
         if stream:
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}
+        if request.cache_key and self.preset is None and getattr(self, "cache", True):
+            body.setdefault("prompt_cache_key", request.cache_key)
         return body, stream
 
     # -- response ------------------------------------------------------------------------------
