@@ -147,7 +147,7 @@ class Progress:
         if self.cost_usd is not None:
             spend = f"${self.cost_usd:.4f}"
             projected = self.projected_usd
-            if projected is not None and self.finished < self.total:
+            if projected and self.finished < self.total:  # nothing to project from $0
                 spend += f" (projected ${projected:.4f})"
             parts.append(spend)
         if self.eta is not None and self.state in ("running", "submitted"):

@@ -165,7 +165,7 @@ def check_budgets(branch: Branch, imodel: Any, request: Any) -> None:
     est_in = estimate_message_tokens(request.messages)
     if request.tools:
         est_in += estimate_tokens(request.tools)
-    options = request.options or {}
+    options = {**(getattr(imodel, "options", None) or {}), **(request.options or {})}
     max_tokens = options.get("max_completion_tokens") or options.get("max_tokens")
     max_tokens = max_tokens if isinstance(max_tokens, int) else None
     label = f"{imodel.provider}/{imodel.model}"
