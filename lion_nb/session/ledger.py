@@ -100,7 +100,6 @@ class CostRows(list):
 
 _ROW_KEYS = (
     "time",
-    "branch",
     "branch_id",
     "model",
     "input_tokens",
@@ -123,9 +122,14 @@ _COUNTS = (
 class Ledger:
     """Running totals and one row per call (a tuple in `_ROW_KEYS` order)."""
 
-    __slots__ = ("calls", "counts", "rows", "unpriced", "usd")
+    __slots__ = ("branch_id", "calls", "counts", "owner", "owner_id", "rows", "unpriced", "usd")
 
-    def __init__(self) -> None:
+    def __init__(self, branch_id: str = "") -> None:
+        #: the owning branch's id as text (made once: ``str(uuid)`` costs a microsecond)
+        self.branch_id = branch_id
+        #: the owning session (a weak reference) and its id, looked up once per owner
+        self.owner: Any = None
+        self.owner_id: Any = None
         self.rows: list[tuple] = []
         self.usd = 0.0
         self.calls = 0
@@ -135,17 +139,17 @@ class Ledger:
     def add(self, row: tuple) -> None:
         self.rows.append(row)
         self.calls += 1
-        usd = row[9]
+        usd = row[8]
         if usd is None:
             self.unpriced += 1
         else:
             self.usd += usd
         counts = self.counts
-        counts[0] += row[4]
-        counts[1] += row[5]
-        counts[2] += row[6]
-        counts[3] += row[7]
-        counts[4] += row[8]
+        counts[0] += row[3]
+        counts[1] += row[4]
+        counts[2] += row[5]
+        counts[3] += row[6]
+        counts[4] += row[7]
 
     @property
     def tokens(self) -> int:
@@ -162,33 +166,30 @@ class Ledger:
         names = branch_names or {}
         out = CostRows()
         for row in self.rows:
-            entry = dict(zip(_ROW_KEYS, row, strict=True))
-            entry["branch"] = names.get(row[2], row[1])
+            entry = {"time": row[0], "branch": names.get(row[1]) or row[1]}
+            entry.update(zip(_ROW_KEYS[1:], row[1:], strict=True))
             out.append(entry)
         out.sort(key=lambda r: r["time"])
         return out
 
 
-def _row(
-    branch: Branch, model: str, usage: Any, usd: float | None, when: float | None = None
-) -> tuple:
-    if isinstance(usage, dict):
-        counts = [usage.get(k) or 0 for k in _COUNTS]
-        counts = [
-            c if isinstance(c, int) else int(c) if isinstance(c, float) else 0 for c in counts
-        ]
-        estimated = bool(usage.get("estimated"))
-    else:
-        counts, estimated = [0, 0, 0, 0, 0], False
-    return (
-        time.time() if when is None else when,
-        branch.name,
-        str(branch.id),
-        model,
-        *counts,
-        usd,
-        estimated,
-    )
+def _count(value: Any) -> int:
+    return value if type(value) is int else int(value) if isinstance(value, float) else 0
+
+
+def _row(branch_id: str, model: str, usage: Any, usd: float | None, when: float) -> tuple:
+    """One ledger row. A normalized usage holds ints; anything else is coerced (slow path)."""
+    if not isinstance(usage, dict):
+        return (when, branch_id, model, 0, 0, 0, 0, 0, usd, False)
+    g = usage.get
+    inp = g("input_tokens") or 0
+    out = g("output_tokens") or 0
+    read = g("cache_read_tokens") or 0
+    write = g("cache_write_tokens") or 0
+    reason = g("reasoning_tokens") or 0
+    if not (type(inp) is type(out) is type(read) is type(write) is type(reason) is int):
+        inp, out, read, write, reason = map(_count, (inp, out, read, write, reason))
+    return (when, branch_id, model, inp, out, read, write, reason, usd, "estimated" in usage)
 
 
 def branch_ledger(branch: Branch) -> Ledger:
@@ -196,15 +197,18 @@ def branch_ledger(branch: Branch) -> Ledger:
     private = branch.__pydantic_private__
     ledger = private.get("_ledger")
     if ledger is None:
-        ledger = private["_ledger"] = Ledger()
+        ledger = private["_ledger"] = Ledger(str(branch.id))
         for message in branch.messages:
             meta = message.metadata
             if "cost_usd" not in meta or meta.get("clone_from") or "usage" not in meta:
                 continue
-            when = getattr(message, "created_at", None)
-            ledger.add(
-                _row(branch, str(meta.get("model") or "?"), meta["usage"], meta["cost_usd"], when)
+            usd = meta["cost_usd"]
+            usd = (
+                float(usd) if isinstance(usd, (int, float)) and not isinstance(usd, bool) else None
             )
+            when = getattr(message, "created_at", None) or time.time()
+            model = str(meta.get("model") or "?")
+            ledger.add(_row(ledger.branch_id, model, meta["usage"], usd, when))
         session = _owner(branch)
         mine = session.__pydantic_private__.get("_ledger") if session is not None else None
         if mine is not None:
@@ -226,13 +230,29 @@ def session_ledger(session: Session) -> Ledger:
     return ledger
 
 
+_SESSIONS: Any = None  # `session._SESSIONS`, bound on first use (it imports this module's users)
+
+
 def _owner(branch: Branch) -> Session | None:
-    owner = branch.__pydantic_private__.get("_owning_session_id")
+    """The session that owns ``branch`` (``None``: none), remembered by its ledger."""
+    private = branch.__pydantic_private__
+    owner = private.get("_owning_session_id")
     if owner is None:
         return None
-    from .session import _SESSIONS
+    ledger = private.get("_ledger") or branch_ledger(branch)
+    if ledger.owner_id == owner:
+        session = ledger.owner()
+        if session is not None:
+            return session
+    global _SESSIONS
+    if _SESSIONS is None:
+        from .session import _SESSIONS
+    session = _SESSIONS.get(owner)
+    if session is not None:
+        import weakref
 
-    return _SESSIONS.get(owner)
+        ledger.owner, ledger.owner_id = weakref.ref(session), owner
+    return session
 
 
 def record_call(
@@ -245,18 +265,19 @@ def record_call(
 ) -> float | None:
     """Account for one model call of ``branch``; returns its price (``None``: unpriced).
     ``usd`` is a price the provider reported (a CLI agent's own figure)."""
+    pricer = imodel.pricer
     if usd is _MISSING or (usd is not None and not isinstance(usd, (int, float))):
-        usd = imodel.pricer.cost(usage)
+        usd = pricer.cost(usage)
     if usd is not None and discount != 1.0:
         usd *= discount
-    row = _row(branch, f"{imodel.provider}/{imodel.model}", usage, usd)
     private = branch.__pydantic_private__
     ledger = private.get("_ledger") or branch_ledger(branch)
+    row = _row(ledger.branch_id, pricer.label, usage, usd, time.time())
     ledger.add(row)
     session = _owner(branch)
     if session is not None:
         mine = session.__pydantic_private__.get("_ledger")
         if mine is not None:
             mine.add(row)
-    after_call(branch, session, usd, row[4] + row[5])
+    after_call(branch, session, usd, row[3] + row[4])
     return usd
