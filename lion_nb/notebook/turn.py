@@ -488,6 +488,7 @@ def prepare(magics: Any, opts: TurnOptions, body: str) -> tuple[TurnPlan, Any]:
         live=magics.live_view,
         note=note,
         stop=plan.stop,  # before the view exists: a factory may wire its Stop button to it
+        branch_cost=plan.branch.cost,
     )
     view = make_view(info, quiet=opts.quiet)
     view.start()

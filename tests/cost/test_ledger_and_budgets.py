@@ -241,3 +241,45 @@ def test_a_cli_agents_reported_cost_is_used(tmp_path):
     anyio.run(main)
     cost = branch.cost()
     assert cost.usd == pytest.approx(0.0123) and cost.input_tokens == 5
+
+
+def test_the_turn_widget_footer_shows_model_tokens_cached_share_and_dollars():
+    from lion_nb.widgets.turn import TurnWidget
+
+    widget = TurnWidget("main · communicate")
+    answer = AssistantResponse(
+        response="ok",
+        metadata={
+            "model": "anthropic/claude-sonnet-4-5",
+            "usage": {"input_tokens": 1000, "output_tokens": 50, "cache_read_tokens": 900},
+            "cost_usd": 0.0012,
+        },
+    )
+    widget.message(answer)
+    assert widget.footer == "anthropic/claude-sonnet-4-5 · 1,050 tokens (90% cached) · $0.0012"
+    widget.branch_total(Cost(usd=0.25, calls=7))
+    assert widget.footer.endswith(" · branch $0.2500")
+    unpriced = AssistantResponse(
+        response="?", metadata={"model": "openai/x", "usage": {"input_tokens": 5}, "cost_usd": None}
+    )
+    widget.message(unpriced)
+    assert "unknown" in widget.footer and "price=" in widget.footer
+
+
+def test_batch_progress_shows_spend_and_projected_spend(http_fake):
+    from lion_nb.widgets.progress import BatchProgress
+
+    thousand_each(http_fake)
+    session = Session()
+    session.default_branch.chat_model = priced_model(http_fake)
+
+    async def main():
+        run = session.map(
+            [f"item {i}" for i in range(10)], "Say {item}", concurrency=1, budget=0.03
+        )
+        await run
+        return run
+
+    run = anyio.run(main)
+    widget = BatchProgress(run)
+    assert widget.cost.startswith("$0.0300") and "(projected $0.1000)" in widget.cost
