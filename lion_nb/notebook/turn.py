@@ -444,12 +444,16 @@ def _session_budget(magics: Any, session: Any) -> None:
     """``LionMagics.session_budget`` on the notebook's Session (spend so far counts)."""
     usd = magics.session_budget
     current = session.budget
+    mine = getattr(magics, "_config_budget", None)  # the Budget this setting made, if any
     if usd is None:
+        if current is not None and current is mine:  # the setting was cleared: so is its cap
+            session.budget = None
         return
     if current is None or current.usd != usd:
         from ..session.budget import Budget
 
         session.budget = Budget(usd=usd, tokens=current.tokens if current else None)
+        magics._config_budget = session.budget
 
 
 # -- from a cell to a result ---------------------------------------------------------------------

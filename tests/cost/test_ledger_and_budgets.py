@@ -283,3 +283,23 @@ def test_batch_progress_shows_spend_and_projected_spend(http_fake):
     run = anyio.run(main)
     widget = BatchProgress(run)
     assert widget.cost.startswith("$0.0300") and "(projected $0.1000)" in widget.cost
+
+
+def test_a_cli_run_is_checked_against_the_budget_before_it_starts():
+    model = iModel(
+        provider="offline_cli",
+        model="scripted",
+        turns=[[{"type": "text", "content": "hi"}]] * 3,
+        price={"input": 1000.0, "output": 1000.0},
+    )
+    branch = Session().default_branch
+    branch.chat_model = model
+    branch.budget = Budget(usd=0.000001)
+
+    async def main():
+        with pytest.raises(BudgetExceeded, match="branch budget"):
+            async for _ in branch.run("go on, a long task " * 20):
+                pass
+
+    anyio.run(main)
+    assert len(branch.messages) == 0  # not even the instruction

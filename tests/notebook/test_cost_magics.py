@@ -58,6 +58,9 @@ def test_session_budget_from_config(nb):
     assert isinstance(second.error, BudgetExceeded), second
     assert "session budget" in str(second.error)
     assert current_session().budget.usd == 0.0025
+    assert run(nb, "%config LionMagics.session_budget = None").error is None
+    assert run(nb, "%%lion -q -m priced\nnow it may").error is None
+    assert current_session().budget is None
     magics = nb.magics_manager.registry["LionMagics"]
     with pytest.raises(TraitError, match="above 0"):
         magics.session_budget = -2.0
