@@ -19,6 +19,9 @@ _EXPORTS: dict[str, str] = {
     "Session": "lion_nb.session.session",
     "Branch": "lion_nb.session.branch",
     "current_session": "lion_nb.notebook.state.session",
+    # cost
+    "Budget": "lion_nb.session.budget",
+    "Cost": "lion_nb.session.ledger",
     # models
     "iModel": "lion_nb.models.imodel",
     "iModelManager": "lion_nb.models.imodel",
@@ -73,6 +76,7 @@ _EXPORTS: dict[str, str] = {
     "ItemNotFoundError": "lion_nb.errors",
     "ItemExistsError": "lion_nb.errors",
     "ExecutionError": "lion_nb.errors",
+    "BudgetExceeded": "lion_nb.errors",
     "OperationError": "lion_nb.errors",
     "ParseError": "lion_nb.errors",
     "ScriptExhaustedError": "lion_nb.errors",
@@ -148,4 +152,6 @@ if TYPE_CHECKING:  # static analysers see the real names
         StructuredOutput,
     )
     from .session.branch import Branch
+    from .session.budget import Budget
+    from .session.ledger import Cost
     from .session.session import Session

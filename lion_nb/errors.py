@@ -7,6 +7,7 @@
     ├── ItemNotFoundError (KeyError)      an id or name that is not in a Pile / registry
     ├── ItemExistsError (ValueError)      a duplicate registration
     ├── ExecutionError                    a model call that failed (its cause is chained)
+    ├── BudgetExceeded                    a call not started: it would cross a `Budget`
     ├── OperationError                    a graph node that cannot run its operation
     ├── ExtensionError                    an extension that could not be loaded (session unchanged)
     ├── ParseError (ValueError)           text that could not become the requested type
@@ -38,6 +39,7 @@ from typing import Any
 __all__ = [
     "AuthenticationError",
     "BadRequestError",
+    "BudgetExceeded",
     "CLIError",
     "ConfigurationError",
     "ContextWindowError",
@@ -83,6 +85,28 @@ class ItemExistsError(LionError, ValueError):
 
 class ExecutionError(LionError):
     """A model call failed; the provider's error is the ``__cause__``."""
+
+
+class BudgetExceeded(LionError):
+    """A model call was not started because it would cross a `lion_nb.Budget`.
+
+    ``budget`` is the budget, ``where`` names it (``session``, ``branch``, ``cell``, ``batch``),
+    ``spent_usd`` / ``spent_tokens`` what was spent under it before this call."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        budget: Any = None,
+        where: str = "",
+        spent_usd: float | None = None,
+        spent_tokens: int = 0,
+    ):
+        super().__init__(message)
+        self.budget = budget
+        self.where = where
+        self.spent_usd = spent_usd
+        self.spent_tokens = spent_tokens
 
 
 class OperationError(LionError):

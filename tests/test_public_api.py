@@ -11,6 +11,8 @@ import lion_nb
 EXPECTED = {
     # conversation and notebook
     "Session", "Branch", "current_session", "load_ipython_extension", "unload_ipython_extension",
+    # cost
+    "Budget", "Cost", "BudgetExceeded",
     # models and tools
     "iModel", "iModelManager", "StreamChunk", "Tool", "ActionManager",
     # operations

@@ -37,7 +37,9 @@ from .endpoints import (
     endpoint_class,
     resolve_provider,
 )
+from .prices import Pricer, check_price, pricer_for
 from .stream import StreamChunk
+from .usage import ensure_usage
 
 __all__ = ["APICall", "iModel", "iModelManager"]
 
@@ -76,7 +78,9 @@ class iModel:
     max_tokens, timeout, ...). ``limit_requests`` / ``limit_tokens`` (per minute) and
     ``concurrency_limit`` bound how fast this model is called. ``cassette`` (a path to a
     ``.jsonl`` file, opened in mode ``once``, or a `Cassette`) records and replays this
-    model's calls.
+    model's calls. ``price`` (dollars per million tokens, ``{"input", "output",
+    "cache_read", "cache_write"}``, or ``0`` for free) overrides the price table
+    (`lion_nb.models.prices`); ``cache=False`` turns prompt caching off.
     """
 
     def __init__(
@@ -89,9 +93,16 @@ class iModel:
         limit_tokens: int | None = None,
         concurrency_limit: int | None = None,
         cassette: Any = None,
+        price: Any = None,
+        cache: bool = True,
         **kwargs: Any,
     ):
         self.cassette = cassette
+        self._price = check_price(price)
+        self._price_given = price  # as given, for `to_dict`
+        self._pricer: Pricer | None = None
+        if not isinstance(cache, bool):
+            raise ConfigurationError(f"`cache={cache!r:.40}`: give True or False.")
         if endpoint is None:
             if provider is not None and model is None and "/" in provider:
                 provider, model = None, provider
@@ -122,6 +133,7 @@ class iModel:
         else:
             self.provider = endpoint.provider
         self.endpoint = endpoint
+        endpoint.cache = cache  # prompt caching, read by the endpoints that support it
         self._limits = {
             "limit_requests": limit_requests,
             "limit_tokens": limit_tokens,
@@ -173,6 +185,19 @@ class iModel:
     def cassette(self, value: Any) -> None:
         self._cassette = as_cassette(value)
 
+    @property
+    def cache(self) -> bool:
+        """Whether requests ask the provider to cache their prompt prefix."""
+        return getattr(self.endpoint, "cache", True)
+
+    @property
+    def pricer(self) -> Pricer:
+        """This model's price, resolved once (`lion_nb.models.prices`)."""
+        pricer = self._pricer
+        if pricer is None:
+            pricer = self._pricer = pricer_for(self.provider, self.endpoint, self._price)
+        return pricer
+
     def __repr__(self) -> str:
         return f"iModel(provider={self.provider!r}, model={self.model!r})"
 
@@ -196,6 +221,7 @@ class iModel:
                 call.response = await complete(tape, self, request, self._complete)
             else:
                 call.response = await self._complete(request)
+            ensure_usage(request, call.response)
             call.status = "completed"
         except CassetteError:
             raise
@@ -275,6 +301,14 @@ class iModel:
                 data["processor"] = limits
         if include_live and self.cassette is not None:
             data["cassette"] = self.cassette
+        if self._price_given is not None:
+            data["price"] = (
+                dict(self._price_given)
+                if isinstance(self._price_given, dict)
+                else self._price_given
+            )
+        if not self.cache:
+            data["cache"] = False
         if self.is_cli and self.provider_session_id and not include_live:
             data["provider_session_id"] = self.provider_session_id
         return data
@@ -309,6 +343,9 @@ class iModel:
                 )
             check_depth(section, key, _MAX_SETTING_DEPTH, what=what)
             kwargs.update(section)
+        for key in ("price", "cache"):
+            if data.get(key) is not None:
+                kwargs[key] = data[key]
         with loading(what, "`provider`"):
             resolve_provider(data["provider"])
         with loading(what, "setting (`endpoint`, `options` or `processor`)"):

@@ -110,6 +110,12 @@ class LionMagics(Magics):
         help="The session store: a .db file or a folder ('' = .lion_nb/sessions.db in the "
         "working directory).",
     ).tag(config=True)
+    session_budget = Float(
+        None,
+        allow_none=True,
+        help="The most the notebook's Session may spend on model calls, in dollars (None: no "
+        "limit); a call that would pass it is not started.",
+    ).tag(config=True)
     restore_on_load = Bool(
         False, help="On `%load_ext lion_nb`, restore this notebook's latest saved session."
     ).tag(config=True)
@@ -121,6 +127,16 @@ class LionMagics(Magics):
             raise TraitError(
                 f"`max_updates_per_second` is a number of display updates a second above 0 "
                 f"(e.g. 20), not {value!r}."
+            )
+        return value
+
+    @validate("session_budget")
+    def _check_session_budget(self, proposal: Any) -> float | None:
+        value = proposal["value"]
+        if value is not None and not (math.isfinite(value) and value > 0):
+            raise TraitError(
+                f"`session_budget` is the dollars the session may spend, above 0 (e.g. 2.0), "
+                f"or None for no limit, not {value!r}."
             )
         return value
 

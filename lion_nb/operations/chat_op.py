@@ -1,7 +1,8 @@
 """``chat``: one unrecorded model call (ADR-0021 D3).
 
 Builds the instruction, applies context providers, renders the request (incrementally, see
-`MessageManager.chat_messages`), calls the model, logs the call, and hands back the
+`MessageManager.chat_messages`), checks the budgets (`lion_nb.session.budget`), calls the model, accounts for the call in the
+ledger (`lion_nb.session.ledger`), logs the call, and hands back the
 instruction and the response without appending either. A failed call raises
 `ExecutionError` with the provider's typed error as its cause, before any response is read.
 The temporary context-injection slot is cleared in a ``finally`` whatever happens.
@@ -17,6 +18,8 @@ from pydantic import BaseModel
 from ..errors import ExecutionError
 from ..models.endpoints import ChatRequest
 from ..protocols.messages import AssistantResponse, Instruction
+from ..session.budget import check_budgets
+from ..session.ledger import record_call
 from .types import ChatParam
 
 if TYPE_CHECKING:
@@ -119,6 +122,7 @@ def build_request(
         tools=_as_openai_tools(param.tool_schemas or ins.tool_schemas),
         response_format=fmt,
         options=dict(param.imodel_kw),
+        cache_key=str(branch.id),
     )
 
 
@@ -153,6 +157,9 @@ async def chat(
         request = build_request(branch, ins, chat_param, injection)
     finally:
         branch._context_injection = None
+    billing = imodel.endpoint.billing
+    if billing == "live":
+        check_budgets(branch, imodel, request)  # raises before a call that would cross one
     call = await imodel.invoke(request)
     _log_call(branch, imodel, call)
     if call.status == "failed" or call.response is None:
@@ -162,17 +169,23 @@ async def chat(
         raise ExecutionError(
             redact(f"`{imodel.provider}/{imodel.model}` failed: {error}")
         ) from error
-    res = _to_assistant_response(branch, imodel, call.response)
+    usd = record_call(branch, imodel, call.response.usage) if billing != "none" else None
+    res = _to_assistant_response(branch, imodel, call.response, usd)
+    if billing == "live" and (note := _cache_break(branch, request)) and imodel.cache:
+        res.metadata["cache_note"] = note
     if return_ins_res_message:
         return ins, res
     return res.response
 
 
-def _to_assistant_response(branch: Branch, imodel: Any, response: Any) -> AssistantResponse:
+def _to_assistant_response(
+    branch: Branch, imodel: Any, response: Any, usd: float | None
+) -> AssistantResponse:
     metadata: dict[str, Any] = {
         "model_response": response.raw,
         "usage": response.usage,
         "model": f"{imodel.provider}/{imodel.model}",
+        "cost_usd": usd,  # the ledger's price of this call (None: the model is unpriced)
     }
     if response.tool_calls:
         metadata["tool_calls"] = [
@@ -205,6 +218,23 @@ def cut_by_max_tokens(response: AssistantResponse, param: ChatParam | None = Non
         f"the answer was cut off by {where} before it was complete; raise it (pass a larger "
         "`max_tokens=` to the call, or set it on the model). "
     )
+
+
+def _cache_break(branch: Branch, request: ChatRequest) -> str | None:
+    """Why this request's cached prefix cannot match the last one's: its system prompt or
+    its tools changed (an interpolated value, say). ``None`` when nothing changed. Cheap: a
+    string's hash is computed once per string object."""
+    messages = request.messages
+    system = messages[0].get("content") if messages and messages[0]["role"] == "system" else None
+    tools = tuple(str((t.get("function") or t).get("name")) for t in request.tools or ())
+    mark = (hash(system) if isinstance(system, str) else None, tools)
+    private = branch.__pydantic_private__
+    before, private["_prefix_print"] = private.get("_prefix_print"), mark
+    if before is None or before == mark:
+        return None
+    if before[0] != mark[0]:
+        return "The system prompt changed since the last turn, so its cached prefix was not read."
+    return "The tools changed since the last turn, so the cached prefix was not read."
 
 
 def _log_call(branch: Branch, imodel: Any, call: Any) -> None:

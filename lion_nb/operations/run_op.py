@@ -138,6 +138,7 @@ async def run(
     try:
         ins = make_instruction(branch, instruction, param)
         system = await _system_text(branch, ins, imodel)
+        _check_budgets(branch, imodel, ins.rendered, system, param.imodel_kw)
         turn.record(instruction=ins)
         if store is not None:
             await store.open()
@@ -287,6 +288,20 @@ def _chunk_error(chunk: StreamChunk, imodel: iModel) -> ProviderError:
     return cls(text, provider=imodel.provider, status=status, body=dict(meta))
 
 
+def _check_budgets(
+    branch: Branch, imodel: iModel, prompt: str, system: str | None, options: Any
+) -> None:
+    """The budgets over this run, checked as for an API call (the prompt is its input)."""
+    from types import SimpleNamespace
+
+    from ..session.budget import check_budgets
+
+    messages = [{"role": "user", "content": prompt}]
+    if system:
+        messages.insert(0, {"role": "system", "content": system})
+    check_budgets(branch, imodel, SimpleNamespace(messages=messages, tools=None, options=options))
+
+
 def _log_run(
     branch: Branch, imodel: iModel, turn: _Turn, error: BaseException | None, took: float
 ) -> None:
@@ -368,8 +383,18 @@ class _Turn:
             return self._response(chunk)
         elif kind == "result":
             self.usage = deepcopy(chunk.metadata.get("usage"))
-            return [*self._close_calls(_UNREPORTED), self._answer(deepcopy(chunk.metadata))]
+            meta = deepcopy(chunk.metadata)
+            meta["cost_usd"] = self._account(meta.get("cost_usd"))
+            return [*self._close_calls(_UNREPORTED), self._answer(meta)]
         return []
+
+    def _account(self, reported: Any) -> float | None:
+        """The run's price in the ledger: the agent's own figure when it reports one."""
+        from ..session.ledger import record_call
+
+        if isinstance(reported, (int, float)) and not isinstance(reported, bool):
+            return record_call(self.branch, self.imodel, self.usage, usd=float(reported))
+        return record_call(self.branch, self.imodel, self.usage)
 
     def flush(self, incomplete: str | None = None) -> list[RoledMessage]:
         """The pending answer, if anything is pending (after closing calls left open); marked

@@ -23,6 +23,10 @@ gives the results in input order. Design decisions:
 - **Failures are data.** An item's exception is kept on its `ItemResult` (status
   ``failed``); the run goes on. ``retry()`` runs again, on fresh clones, the items that
   failed, were stopped or never started; their earlier branches leave the session.
+- **Budget** (``budget=``, a `Budget` or dollars): the run's calls are counted against it;
+  a call that would cross it is not started, the run starts no more items, and the items
+  left are ``pending`` with ``reason`` "not started (budget)". Raise ``run.budget.usd``
+  and ``retry()`` finishes them (the spend so far still counts).
 - **Stop** (``stop()``, from any thread) starts nothing new and cancels the calls in
   flight; those items are ``stopped`` and their cancellation runs the operations' own
   cleanup (an HTTP request is closed, a CLI agent's process is ended).
@@ -49,8 +53,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigurationError
+from ..errors import BudgetExceeded, ConfigurationError
 from ._batch_items import Price, as_items, describe, message_cost, render, shape_output
+from .budget import budget_scope
 
 if TYPE_CHECKING:
     from .branch import Branch
@@ -88,6 +93,7 @@ class ItemResult:
     duration: float | None = None
     attempts: int = 0
     custom_id: str | None = None  # its request's id in a provider batch
+    reason: str | None = None  # why a pending item was not started ("not started (budget)")
 
     @property
     def label(self) -> str:
@@ -119,6 +125,15 @@ class Progress:
     cost_usd: float | None
     elapsed: float
     eta: float | None
+    #: items not started because a budget was reached
+    not_started: int = 0
+
+    @property
+    def projected_usd(self) -> float | None:
+        """The run's cost if the items left cost what the finished ones did on average."""
+        if self.cost_usd is None or not self.finished:
+            return None
+        return self.cost_usd / self.finished * self.total
 
     @property
     def finished(self) -> int:
@@ -129,8 +144,14 @@ class Progress:
         parts = count_parts(
             self.done, self.total, self.failed, self.stopped, self.tokens, self.in_flight
         )
+        if self.not_started:
+            parts.append(f"{self.not_started} not started (budget)")
         if self.cost_usd is not None:
-            parts.append(f"${self.cost_usd:.4f}")
+            spend = f"${self.cost_usd:.4f}"
+            projected = self.projected_usd
+            if projected and self.finished < self.total:  # nothing to project from $0
+                spend += f" (projected ${projected:.4f})"
+            parts.append(spend)
         if self.eta is not None and self.state in ("running", "submitted"):
             parts.append(f"ETA {self.eta:.0f} s")
         return f"{self.name} ({self.via}, {self.state}): " + " · ".join(parts)
@@ -171,8 +192,12 @@ class BatchRun:
         column: str = "result",
         price: Any = None,
         name: str | None = None,
+        budget: Any = None,
         **kwargs: Any,
     ):
+        from .budget import Budget
+
+        self.budget = Budget.of(budget)
         items, kind = as_items(data)
         _check_operation(operation)
         if concurrency is not None and (
@@ -239,6 +264,7 @@ class BatchRun:
         self._task: asyncio.Task | None = None
         self._scope: Any = None
         self._stop_requested = False
+        self._budget_hit: BaseException | None = None
         self._queued: list[int] | None = None
         self._elapsed = 0.0
         self._t0: float | None = None
@@ -266,6 +292,7 @@ class BatchRun:
         self._queued = None
         self._loop, self._thread = loop, threading.get_ident()
         self._stop_requested = False
+        self._budget_hit = None
         self.state = self._starting_state()
         self._task = loop.create_task(self._main(indices))
         self._task.add_done_callback(_retrieve)
@@ -347,7 +374,7 @@ class BatchRun:
         if result.branch is not None and result.branch.id in self.session:
             self.session.remove_branch(result.branch)
         self._set_status(result, "pending")
-        result.value = result.error = result.branch = result.duration = None
+        result.value = result.error = result.branch = result.duration = result.reason = None
         result.tokens, result.cost_usd = 0, 0.0
         self._recount()
 
@@ -359,7 +386,8 @@ class BatchRun:
         self._changed()
         try:
             await self._run(indices)
-            self.state = "stopped" if self._stop_requested else "finished"
+            halted = self._stop_requested or self._budget_hit is not None
+            self.state = "stopped" if halted else "finished"
         except anyio.get_cancelled_exc_class():
             self.state = "stopped"  # the loop is going away (a kernel shutting down)
             raise
@@ -385,6 +413,12 @@ class BatchRun:
         import anyio.lowlevel
 
         while queue and not self._stop_requested:
+            if self._budget_hit is not None:
+                for index in queue:
+                    self.items[index].reason = "not started (budget)"
+                queue.clear()
+                self._changed()
+                return
             await self._run_item(self.items[queue.popleft()])
             await anyio.lowlevel.checkpoint()  # an item that never waited still yields
 
@@ -397,7 +431,10 @@ class BatchRun:
         start = time.perf_counter()
         try:
             prompt = render(self.instruction, result.item, result.index)
-            result.value = await self._call(branch, result.item, prompt)
+            with budget_scope(self._meter()):
+                result.value = await self._call(branch, result.item, prompt)
+        except BudgetExceeded as exc:
+            self._not_started(result, exc)
         except anyio.get_cancelled_exc_class():
             self._finish(result, "stopped", start)
             raise
@@ -417,6 +454,31 @@ class BatchRun:
         self._set_status(result, status)
 
     _discount = 1.0
+    budget: Any = None
+    _budget_meter: Any = None
+
+    def _meter(self) -> Any:
+        """The run's spend under its budget, kept across retries (``None``: no budget)."""
+        if self.budget is None:
+            return None
+        meter = self._budget_meter
+        if meter is None or meter.budget is not self.budget:
+            from .budget import Meter
+
+            spent = meter
+            meter = self._budget_meter = Meter(self.budget, "batch")
+            if spent is not None:  # a new Budget object: the spend so far still counts
+                meter.usd, meter.tokens, meter.calls = spent.usd, spent.tokens, spent.calls
+        return meter
+
+    def _not_started(self, result: ItemResult, exc: BaseException) -> None:
+        """A budget stopped this item before its call: back to pending, its branch gone."""
+        self._budget_hit = exc
+        if result.branch is not None and result.branch.id in self.session:
+            self.session.remove_branch(result.branch)
+        result.branch = None
+        result.reason = "not started (budget)"
+        self._set_status(result, "pending")
 
     def _item_branch(self, result: ItemResult) -> Branch:
         """A fresh clone of the snapshot, recorded as a clone of the source, in the session."""
@@ -512,6 +574,9 @@ class BatchRun:
             cost_usd=self._cost if self._finished() else None,
             elapsed=elapsed,
             eta=eta,
+            not_started=(
+                sum(1 for r in self.items if r.reason) if self._budget_hit is not None else 0
+            ),
         )
 
     # -- observers -------------------------------------------------------------------------------

@@ -78,6 +78,7 @@ class _Capture(APIEndpoint):
 
     provider = "capture"
     in_process = True  # never recorded, replayed or blocked by a cassette: no call is made
+    billing = "none"  # nor priced or held to a budget
 
     def __init__(self) -> None:
         super().__init__("capture")
@@ -92,6 +93,7 @@ class _Replay(APIEndpoint):
     """Answers with one batched result, decoded as the live endpoint would."""
 
     in_process = True  # the batch it came from is what a cassette records (or replays)
+    billing = "paid"  # priced (at the batch discount), never stopped by a budget: it is paid
 
     def __init__(self, service: Any, outcome: Any, provider: str, model: str):
         super().__init__(model)
@@ -320,6 +322,7 @@ class ProviderRun(BatchRun):
             return
         replay = iModel(endpoint=_Replay(self.service, outcome, model.provider, model.model))
         replay.provider = model.provider
+        replay._pricer = model.pricer.discounted(self._discount)  # the batch API's discount
         prompt = self._prompts[result.index]
         start = time.perf_counter()
         try:

@@ -111,6 +111,9 @@ class Branch(BranchVerbs, Element):
     _hooks: Any = PrivateAttr(None)
     _owning_session_id: Any = PrivateAttr(None)
     _pending_signals: set = PrivateAttr(default_factory=set)
+    _ledger: Any = PrivateAttr(None)  # `lion_nb.session.ledger`, built when first needed
+    _budget: Any = PrivateAttr(None)
+    _prefix_print: Any = PrivateAttr(None)  # the last request's system prompt and tools
 
     def __init__(
         self,
@@ -300,6 +303,25 @@ class Branch(BranchVerbs, Element):
 
             self._providers = ContextProviderRegistry()
         return self._providers
+
+    # -- cost (lion_nb.session.ledger, lion_nb.session.budget) ---------------------------------
+    def cost(self) -> Any:
+        """What this branch's model calls cost: a `Cost` (``usd`` is ``None`` when any call
+        is unpriced)."""
+        from .ledger import branch_ledger
+
+        return branch_ledger(self).cost()
+
+    @property
+    def budget(self) -> Any:
+        """The `Budget` over this branch's calls (``None``: none)."""
+        return self.__pydantic_private__["_budget"]
+
+    @budget.setter
+    def budget(self, value: Any) -> None:
+        from .budget import Budget
+
+        self.__pydantic_private__["_budget"] = Budget.of(value)
 
     @property
     def last_context_report(self) -> Any:

@@ -79,6 +79,8 @@ class Session(Element):
     _observer: SignalBus = PrivateAttr(default_factory=SignalBus)
     _hooks: Any = PrivateAttr(None)
     _memory: Any = PrivateAttr(None)
+    _ledger: Any = PrivateAttr(None)  # `lion_nb.session.ledger`, built when first needed
+    _budget: Any = PrivateAttr(None)
 
     def __init__(
         self,
@@ -326,6 +328,32 @@ class Session(Element):
                 f"Unknown operation: {operation}. " + unknown_operation_hint(target, operation)
             )
         return await call_operation(func, kwargs)
+
+    # -- cost (lion_nb.session.ledger, lion_nb.session.budget) -----------------------------------
+    def cost(self) -> Any:
+        """What the model calls of this session's branches cost: a `Cost`."""
+        from .ledger import session_ledger
+
+        return session_ledger(self).cost()
+
+    def costs(self) -> Any:
+        """One row per model call (``time``, ``branch``, ``model``, tokens, ``usd``), oldest
+        first: a `CostRows` list; ``.to_dataframe()`` with the ``pandas`` extra."""
+        from .ledger import session_ledger
+
+        names = {str(b.id): b.name for b in self._branches}
+        return session_ledger(self).as_rows(names)
+
+    @property
+    def budget(self) -> Any:
+        """The `Budget` over every call of the session's branches (``None``: none)."""
+        return self.__pydantic_private__["_budget"]
+
+    @budget.setter
+    def budget(self, value: Any) -> None:
+        from .budget import Budget
+
+        self.__pydantic_private__["_budget"] = Budget.of(value)
 
     # -- batches (lion_nb.session.batch, batch_api) ------------------------------------------------
     def map(self, items: Any, instruction: Any = None, **kwargs: Any) -> Any:

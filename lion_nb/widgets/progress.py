@@ -124,6 +124,9 @@ class BatchProgress(StaticFallback, anywidget.AnyWidget):
             self.in_flight = p.in_flight
             self.tokens = p.tokens
             self.cost = _money(p.cost_usd)
+            projected = p.projected_usd
+            if projected and p.finished < p.total:  # what finishing would cost
+                self.cost += f" (projected {_money(projected)})"
             self.eta = _eta(p.eta) if not ended else ""
             self.failures = failures
             self.stoppable = not ended

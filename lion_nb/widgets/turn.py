@@ -34,6 +34,45 @@ from ._throttle import Throttle
 __all__ = ["TurnWidget"]
 
 
+class _Spend:
+    """A turn's model calls, summed for the footer: model, tokens, cached share, dollars."""
+
+    def __init__(self) -> None:
+        self.model = ""
+        self.input = self.output = self.cached = self.calls = 0
+        self.usd: float | None = 0.0
+        self.note = ""
+        self.total: Any = None
+
+    def add(self, meta: dict[str, Any]) -> None:
+        usage = meta.get("usage")
+        if not isinstance(usage, dict) or "cost_usd" not in meta:
+            return
+        self.calls += 1
+        self.model = str(meta.get("model") or self.model)
+        self.input += int(usage.get("input_tokens") or 0)
+        self.output += int(usage.get("output_tokens") or 0)
+        self.cached += int(usage.get("cache_read_tokens") or 0)
+        usd = meta.get("cost_usd")
+        self.usd = None if usd is None or self.usd is None else self.usd + float(usd)
+        self.note = str(meta.get("cache_note") or self.note)
+
+    def line(self) -> str:
+        from ..session.ledger import format_usd
+
+        if not self.calls:
+            return ""
+        tokens = f"{self.input + self.output:,} tokens"
+        if self.cached and self.input:
+            tokens += f" ({self.cached / self.input:.0%} cached)"
+        parts = [self.model, tokens, format_usd(self.usd, 1)]
+        total = self.total
+        if total is not None:
+            parts.append(f"branch {format_usd(total.usd, total.unpriced_calls)}")
+        line = " · ".join(p for p in parts if p)
+        return f"{line} · {self.note}" if self.note else line
+
+
 class TurnWidget(anywidget.AnyWidget):
     """A live turn: header, tool calls, streamed text and a Stop button."""
 
@@ -47,6 +86,8 @@ class TurnWidget(anywidget.AnyWidget):
     started = traitlets.Float(0.0).tag(sync=True)  # epoch milliseconds
     elapsed = traitlets.Float(0.0).tag(sync=True)  # seconds, final
     tokens = traitlets.Int(0).tag(sync=True)
+    #: model · tokens (cached share) · $ for the turn, and the branch's running total
+    footer = traitlets.Unicode("").tag(sync=True)
     steps = traitlets.List(traitlets.Dict()).tag(sync=True)
     text_html = traitlets.Unicode("").tag(sync=True)
     stoppable = traitlets.Bool(False).tag(sync=True)
@@ -70,6 +111,7 @@ class TurnWidget(anywidget.AnyWidget):
         self._incomplete = False  # the turn recorded an answer cut short
         self._cache = EntryCache(size=64)
         self._t0 = 0.0
+        self._spend = _Spend()
         self._throttle = Throttle(self._flush, max_rate)
         self.on_msg(self._on_front_end)
 
@@ -104,6 +146,8 @@ class TurnWidget(anywidget.AnyWidget):
             tokens = message_meta(message).get("tokens")
             if tokens:
                 self.tokens += tokens
+            self._spend.add(message.metadata or {})
+            self.footer = self._spend.line()
             if not self._text and message.response:
                 self._text.append(message.response)  # a model that does not stream text
         else:
@@ -138,6 +182,11 @@ class TurnWidget(anywidget.AnyWidget):
         self.stoppable = False
         self.status = "stopping"
         return bool(call_safely(self._stop))
+
+    def branch_total(self, cost: Any) -> None:
+        """Show the branch's running total (a `Cost`) after the turn's own figures."""
+        self._spend.total = cost
+        self.footer = self._spend.line()
 
     # -- internals -------------------------------------------------------------------------------
     def _end(self, status: str) -> None:

@@ -1,9 +1,13 @@
-"""Record the cassette of ``notebooks/10-real-providers.ipynb`` against the test doubles.
+"""Record the cassettes of the tutorials that replay providers, against the test doubles.
 
 Run from the repository root, then regenerate the notebook from the new recording::
 
-    python tests/fakes/record_tutorial_cassettes.py
+    python tests/fakes/record_tutorial_cassettes.py         # 10 (the default)
+    python tests/fakes/record_tutorial_cassettes.py 12      # 12, cost and budgets
     python notebooks/regenerate.py 10
+
+Tutorial 12's Anthropic calls are answered by `tests.fakes.anthropic_cache`, which accounts
+for the prompt cache as the Messages API does (its breakpoints, reads and writes).
 
 The notebook runs in a fresh kernel with ``LION_NB_CASSETTE_MODE=all`` (every model call
 made for real and the cassette rewritten), the fake ``claude`` / ``codex`` executables of
@@ -34,6 +38,7 @@ from tests.fakes.http_server import FakeProvider, Recorded, Script  # noqa: E402
 
 NOTEBOOK = ROOT / "notebooks" / "10-real-providers.ipynb"
 CASSETTE = ROOT / "notebooks" / "cassettes" / "10-real-providers.jsonl"
+TUTORIALS = {"10": "10-real-providers", "12": "12-cost-and-budgets"}
 FAKE_BIN = ROOT / "tests" / "fakes" / "bin"
 
 ANSWERS = {
@@ -185,8 +190,28 @@ def answer(request: Recorded) -> Script:
     return Script(status=404, body={"error": {"message": f"no route {request.path}"}})
 
 
+def _cache_answer(question: str) -> str:
+    """Tutorial 12's support assistant: one line per question, from its topic number."""
+    topic = question.split("topic ")[-1].rstrip("?") if "topic " in question else "?"
+    return (
+        f"The handbook says to answer politely and cite section {topic}.{int(topic) % 7} "
+        f"for topic {topic}; if the issue is still open, offer form F-{int(topic):03d}."
+        if topic.isdigit()
+        else "Not covered by the handbook."
+    )
+
+
+def _routes(server: FakeProvider, name: str) -> None:
+    if name.startswith("12"):
+        from tests.fakes.anthropic_cache import AnthropicCache
+
+        AnthropicCache(server, answer=_cache_answer)
+    else:
+        server.routes.append(answer)
+
+
 # -- recording -----------------------------------------------------------------------------------
-def record() -> int:
+def record(number: str = "10") -> int:
     import nbformat
     from nbclient import NotebookClient
 
@@ -197,27 +222,30 @@ def record() -> int:
             "LION_CHAT_MODEL",
         ):
             env.pop(name)
+    name = TUTORIALS[number]
+    notebook_path = ROOT / "notebooks" / f"{name}.ipynb"
+    cassette = ROOT / "notebooks" / "cassettes" / f"{name}.jsonl"
     with FakeProvider() as server:
-        server.routes.append(answer)
+        _routes(server, name)
         env.update(
             LION_NB_CASSETTE_MODE="all",
             LION_NB_RECORDING_URL=server.url,
             PATH=f"{FAKE_BIN}{os.pathsep}{env.get('PATH', '')}",
         )
-        notebook = nbformat.read(NOTEBOOK, as_version=4)
+        notebook = nbformat.read(notebook_path, as_version=4)
         notebook.cells.insert(0, nbformat.v4.new_code_cell(PREAMBLE))
         NotebookClient(
             notebook,
             timeout=300,
             kernel_name="python3",
-            resources={"metadata": {"path": str(NOTEBOOK.parent)}},
+            resources={"metadata": {"path": str(notebook_path.parent)}},
         ).execute(env=env)  # the kernel's environment, and the CLIs' it starts
         served = len(server.requests)
-    exchanges = [json.loads(line) for line in CASSETTE.read_text().splitlines()]
+    exchanges = [json.loads(line) for line in cassette.read_text().splitlines()]
     runs = sum(e["kind"] == "run" for e in exchanges)
-    print(f"{CASSETTE.relative_to(ROOT)}: {len(exchanges)} exchanges ({served} HTTP, {runs} CLI)")
+    print(f"{cassette.relative_to(ROOT)}: {len(exchanges)} exchanges ({served} HTTP, {runs} CLI)")
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(record())
+    raise SystemExit(record(*sys.argv[1:2]))

@@ -111,18 +111,23 @@ def test_stats_count_models_tokens_and_cost_from_real_turns():
     assert len(usage) == 2
     node = _node(explorer, main)
     assert node["count"] == 4 and node["models"] == ["offline/scripted"]
-    assert node["tokens"] == sum(usage) and node["cost"] == "unknown"  # never reported: not $0
-    # another model joins the branch; one response reports a cost, so the sum is a lower bound
+    assert node["tokens"] == sum(usage) and node["cost"] == "$0.0000"  # offline models are free
+    # another model joins the branch; one response reports a cost, one has none (recorded
+    # by hand), so the sum is a lower bound
     main.chat_model = iModel(provider="offline", model="auto")
     anyio.run(main.communicate, "third")
     main.msgs.add_message(
         assistant_response="priced",
         metadata={"model": "priced/model", "usage": {"total_tokens": 10}, "cost_usd": 0.0025},
     )
+    main.msgs.add_message(
+        assistant_response="unpriced",
+        metadata={"model": "other/model", "usage": {"total_tokens": 3}},
+    )
     explorer.refresh()
     node = _node(explorer, main)
-    assert node["models"] == ["offline/scripted", "offline/auto", "priced/model"]
-    assert node["count"] == 7 and node["tokens"] > sum(usage) + 10
+    assert node["models"] == ["offline/scripted", "offline/auto", "priced/model", "other/model"]
+    assert node["count"] == 8 and node["tokens"] > sum(usage) + 13
     assert node["cost"] == "≥ $0.0025"
     fresh = session.new_branch(name="fresh", chat_model=iModel(provider="offline", model="auto"))
     explorer.refresh()

@@ -66,6 +66,7 @@ from ...errors import (
 from .._loops import current_loop_token
 from ..clean import loads
 from ..secrets import MASK, Secret, redact
+from ..usage import token_count, usage_dict
 from ._http_errors import (
     SHAPE_ERRORS,
     error_fields,
@@ -142,32 +143,20 @@ def backoff(retries_done: int) -> float:
 
 
 def normalize_usage(raw: Any, input_tokens: Any, output_tokens: Any) -> dict:
-    """``{"input_tokens", "output_tokens", "total_tokens", "raw"}`` (empty without usage).
-
-    A count that is not a whole number raises ``ValueError`` naming it (the endpoint turns
-    that into an error about the answer's shape)."""
+    """``{"input_tokens", "output_tokens", "total_tokens", "raw"}`` plus zero cache and
+    reasoning counts (empty without usage); see `lion_nb.models.usage` for the providers'
+    own readers. A count that is not a whole number raises ``ValueError`` naming it."""
     if not raw:
         return {}
     if not isinstance(raw, dict):
         raise ValueError(f"`usage` is a {type(raw).__name__}, not an object")
-    inp = token_count("input tokens", input_tokens)
-    out = token_count("output tokens", output_tokens)
     total = raw.get("total_tokens")
-    return {
-        "input_tokens": inp,
-        "output_tokens": out,
-        "total_tokens": token_count("total_tokens", total) if total is not None else inp + out,
-        "raw": raw,
-    }
-
-
-def token_count(name: str, value: Any) -> int:
-    """A usage count as an int (``None``: 0); ``ValueError`` naming it when not a number."""
-    if value is None:
-        return 0
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
-        raise ValueError(f"the usage count `{name}` is {value!r:.40}, not a number")
-    return int(value)
+    return usage_dict(
+        token_count("input tokens", input_tokens),
+        token_count("output tokens", output_tokens),
+        total=token_count("total_tokens", total) if total is not None else None,
+        raw=raw,
+    )
 
 
 # -- the client --------------------------------------------------------------------------------

@@ -239,14 +239,33 @@ def count(value: Any) -> int:
 
 
 def normalized_usage(
-    input_tokens: Any, output_tokens: Any, raw: Any, total: Any = None, **extra: Any
+    input_tokens: Any,
+    output_tokens: Any,
+    raw: Any,
+    total: Any = None,
+    *,
+    cache_read: Any = None,
+    cache_write: Any = None,
+    reasoning: Any = None,
+    **extra: Any,
 ) -> dict[str, Any]:
-    """``input_tokens`` / ``output_tokens`` / ``total_tokens`` whatever the CLI, plus ``raw``."""
+    """The normalized usage (`lion_nb.models.usage`) whatever the CLI; ``input_tokens`` is
+    all input, cached parts included."""
+    from ..usage import usage_dict
+
     inp = count(input_tokens)
     out = count(output_tokens)
-    usage = {"input_tokens": inp, "output_tokens": out, "total_tokens": count(total) or inp + out}
+    usage = usage_dict(
+        inp,
+        out,
+        cache_read=count(cache_read),
+        cache_write=count(cache_write),
+        reasoning=count(reasoning),
+        total=count(total) or inp + out,
+        raw=raw,
+    )
     usage.update({k: v for k, v in extra.items() if v is not None})
-    usage["raw"] = raw
+    usage["raw"] = usage.pop("raw")
     return usage
 
 

@@ -37,6 +37,10 @@ provider's typed error (``overloaded_error`` -> `OverloadedError`), after conten
 (nothing is, once a 200 stream started), and both carry the text received as
 ``partial_text``.
 
+Prompt caching (on unless ``iModel(cache=False)``): ``cache_control`` breakpoints at the end
+of the tools, the system prompt, the previous user turn and the latest turn (at most the
+API's four), so each turn reads the history before it from the cache and writes its own.
+
 Usage: ``input_tokens`` counts cached prompt tokens too (``cache_read_input_tokens`` and
 ``cache_creation_input_tokens`` are added); the provider's own figures are under ``raw``.
 """
@@ -52,7 +56,8 @@ from httpx_sse import ServerSentEvent
 
 from ...errors import ProviderError
 from ..clean import loads
-from ._http import HTTPEndpoint, normalize_usage, token_count
+from ..usage import anthropic_usage
+from ._http import HTTPEndpoint
 from ._http_errors import error_fields, error_from_payload, stream_error, tag
 from .base import ChatRequest, ModelResponse, ToolCall, emit_text_delta, wants_stream
 from .openai import decode_arguments
@@ -135,6 +140,7 @@ class AnthropicEndpoint(HTTPEndpoint):
         if system:
             body["system"] = system
         tools = [_tool(t) for t in request.tools or []]
+        caching = getattr(self, "cache", True)
         tool_choice = _tool_choice(choice) if choice is not None else None
         answer = None
         if request.response_format:
@@ -152,6 +158,8 @@ class AnthropicEndpoint(HTTPEndpoint):
             body["tools"] = tools
         if tool_choice:
             body["tool_choice"] = tool_choice
+        if caching:
+            _cache_breakpoints(body)
         if stream:
             body["stream"] = True
         return body, stream, answer
@@ -206,19 +214,49 @@ class AnthropicEndpoint(HTTPEndpoint):
         usage = data.get("usage") or {}
         if not isinstance(usage, dict):
             raise ValueError(f"`usage` is a {type(usage).__name__}, not an object")
-        prompt = sum(
-            token_count(k, usage.get(k))
-            for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
-        )
         return ModelResponse(
             text=text,
             tool_calls=calls,
-            usage=normalize_usage(usage, prompt, usage.get("output_tokens")),
+            usage=anthropic_usage(usage),
             raw=data,
             model=data.get("model") or self.model,
             finish_reason=finish,
             request_id=request_id,
         )
+
+
+# -- prompt caching ----------------------------------------------------------------------------
+_EPHEMERAL = {"type": "ephemeral"}
+_MAX_BREAKPOINTS = 4  # the API refuses more
+
+
+def _cache_breakpoints(body: dict[str, Any]) -> None:
+    """Mark ``cache_control`` breakpoints: the end of the tools, of the system prompt, of the
+    previous user turn (where the last request's cache ends, so it is read back) and of the
+    latest turn (written for the next). Never more than four; blocks are copied, not changed.
+    """
+    marks = 0
+    tools = body.get("tools")
+    if tools and "cache_control" not in tools[-1]:
+        body["tools"] = [*tools[:-1], {**tools[-1], "cache_control": _EPHEMERAL}]
+        marks += 1
+    if isinstance(body.get("system"), str) and body["system"]:
+        body["system"] = [{"type": "text", "text": body["system"], "cache_control": _EPHEMERAL}]
+        marks += 1
+    messages = body["messages"]
+    users = [i for i, m in enumerate(messages) if m["role"] == "user"]
+    targets = [len(messages) - 1]
+    if len(users) >= 2 and users[-2] != targets[0]:
+        targets.insert(0, users[-2])
+    messages = list(messages)
+    for index in targets[-(_MAX_BREAKPOINTS - marks) :] if marks < _MAX_BREAKPOINTS else ():
+        message = messages[index]
+        blocks = list(message["content"])
+        if not blocks or not isinstance(blocks[-1], dict) or blocks[-1].get("type") == "thinking":
+            continue
+        blocks[-1] = {**blocks[-1], "cache_control": _EPHEMERAL}
+        messages[index] = {**message, "content": blocks}
+    body["messages"] = messages
 
 
 # -- translation -------------------------------------------------------------------------------

@@ -86,6 +86,9 @@ class ChatRequest:
     response_format: dict[str, Any] | None = None
     options: dict[str, Any] = field(default_factory=dict)
     stream: bool = False
+    #: a stable key for the provider's prompt cache (the branch's id); not part of what a
+    #: cassette matches, since it names the conversation rather than what is asked
+    cache_key: str | None = None
 
 
 @dataclass(slots=True)
@@ -127,6 +130,10 @@ class Endpoint(ABC):  # noqa: B024 - the two families below are the abstract con
 
     provider: ClassVar[str] = ""
     is_cli: ClassVar[bool] = False
+    #: how the ledger treats this endpoint's calls: ``live`` (budgets checked before, cost
+    #: recorded after), ``paid`` (recorded only: the answer was paid for elsewhere, a
+    #: provider batch), ``none`` (not a model call at all)
+    billing: ClassVar[str] = "live"
 
     def __init__(self, model: str, **options: Any):
         self.model = model

@@ -42,8 +42,16 @@ def _usage(raw: Any) -> dict[str, Any]:
     """Input tokens include cache writes and reads (all prompt tokens), as other providers count."""
     raw = as_dict(raw)
     cached = count(raw.get("cache_read_input_tokens"))
-    prompt = count(raw.get("input_tokens")) + count(raw.get("cache_creation_input_tokens")) + cached
-    return normalized_usage(prompt, raw.get("output_tokens"), raw, cached_input_tokens=cached)
+    written = count(raw.get("cache_creation_input_tokens"))
+    prompt = count(raw.get("input_tokens")) + written + cached
+    return normalized_usage(
+        prompt,
+        raw.get("output_tokens"),
+        raw,
+        cache_read=cached,
+        cache_write=written,
+        cached_input_tokens=cached,
+    )
 
 
 def _content_blocks(content: Any) -> list[dict[str, Any]]:

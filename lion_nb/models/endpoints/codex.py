@@ -119,6 +119,8 @@ class _CodexTranslator(ChunkTranslator):
                 usage.get("input_tokens"),
                 usage.get("output_tokens"),
                 usage,
+                cache_read=usage.get("cached_input_tokens"),
+                reasoning=usage.get("reasoning_output_tokens"),
                 cached_input_tokens=usage.get("cached_input_tokens"),
             )
             # the CLI reports no cost: recorded as unknown (None), never as zero

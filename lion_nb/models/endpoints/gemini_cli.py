@@ -107,6 +107,7 @@ class _GeminiTranslator(ChunkTranslator):
                 stats.get("output_tokens"),
                 stats,
                 total=stats.get("total_tokens"),
+                cache_read=stats.get("cached"),
                 cached_input_tokens=stats.get("cached"),
             )
             for key in ("duration_ms", "tool_calls"):

@@ -47,6 +47,7 @@ from ...errors import (
     ServerError,
 )
 from ...tokens import estimate_message_tokens, estimate_tokens
+from ..usage import usage_dict
 from ._fake_json import example_for
 from .base import APIEndpoint, ChatRequest, ModelResponse, ToolCall, emit_text_delta, wants_stream
 
@@ -432,16 +433,12 @@ def _accepted_names(f: Callable[..., Any]) -> frozenset[str] | None:
 
 
 # -- the response -------------------------------------------------------------------------------
-def _usage(request: ChatRequest, text: str, calls: list[ToolCall]) -> dict[str, int]:
+def _usage(request: ChatRequest, text: str, calls: list[ToolCall]) -> dict[str, Any]:
     prompt = estimate_message_tokens(request.messages)
     if request.tools:
         prompt += estimate_tokens(request.tools)
     completion = estimate_tokens(text) + sum(estimate_tokens(c.arguments) + 3 for c in calls)
-    return {
-        "input_tokens": prompt,
-        "output_tokens": completion,
-        "total_tokens": prompt + completion,
-    }
+    return usage_dict(prompt, completion)
 
 
 def _build(text: str, calls: list[ToolCall], request: ChatRequest, name: str) -> ModelResponse:

@@ -34,6 +34,9 @@ OpenRouter, Groq and the like: requests go to ``{base_url}/chat/completions``.
   turn, user and assistant still alternating, whether it offers tools or not. A
   ``tool_choice`` of ``none`` with no tools is dropped: it is the default then, and servers
   refuse ``tool_choice`` without ``tools``.
+- ``prompt_cache_key`` (the branch's id, stable across its turns) routes a conversation's
+  requests to the same prompt cache; sent to OpenAI itself (no preset), unless
+  ``iModel(cache=False)``.
 - Servers with no key (Ollama, llama.cpp, LM Studio, or any loopback URL without a key set)
   get no ``Authorization`` header.
 """
@@ -47,8 +50,9 @@ from httpx_sse import ServerSentEvent
 
 from ...errors import ConfigurationError, ProviderError
 from ..clean import loads
+from ..usage import openai_usage
 from . import PRESET_SETTINGS
-from ._http import HTTPEndpoint, normalize_usage
+from ._http import HTTPEndpoint
 from ._http_errors import error_fields, error_from_payload, stream_error
 from ._structured import check_form, other_form, refuses_form, wire_format
 from .base import ChatRequest, ModelResponse, ToolCall, emit_text_delta, wants_stream
@@ -153,6 +157,8 @@ class OpenAIEndpoint(HTTPEndpoint):
         if stream:
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}
+        if request.cache_key and self.preset is None and getattr(self, "cache", True):
+            body.setdefault("prompt_cache_key", request.cache_key)
         return body, stream
 
     # -- response ------------------------------------------------------------------------------
@@ -173,9 +179,7 @@ class OpenAIEndpoint(HTTPEndpoint):
         return ModelResponse(
             text=_content_text(message.get("content")),
             tool_calls=[_tool_call(tc) for tc in _field(message, "tool_calls", list) or []],
-            usage=normalize_usage(
-                usage, usage.get("prompt_tokens"), usage.get("completion_tokens")
-            ),
+            usage=openai_usage(usage),
             raw=data,
             model=data.get("model") or self.model,
             finish_reason=choice.get("finish_reason"),

@@ -151,9 +151,13 @@ def _start(magics: Any, opts: TurnOptions, body: str) -> Any:
             from .turn import model_for
 
             models = [model_for(magics, spec, None) for spec in opts.compare]
-            return session.compare(text, models, branch=branch, operation=operation)
+            return session.compare(
+                text, models, branch=branch, operation=operation, budget=opts.budget
+            )
         items = _items(magics, opts.map_over or "")
-        return session.map(items, text, branch=branch, model=model, operation=operation)
+        return session.map(
+            items, text, branch=branch, model=model, operation=operation, budget=opts.budget
+        )
     except UsageError:
         raise
     except Exception as exc:

@@ -50,6 +50,8 @@ class WidgetView(TurnView):
     def finish(self, result: Any) -> None:
         self.widget.note = ""  # the answer below carries it: the note is shown once
         self.widget.finish(result)
+        if self.info.branch_cost is not None:
+            self.widget.branch_total(self.info.branch_cost())
         show_answer(result, self.info)
 
     def fail(self, error: BaseException, *, interrupted: bool = False) -> None:

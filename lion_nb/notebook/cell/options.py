@@ -178,6 +178,12 @@ def turn_parser(prog: str, *, prompt: bool = False) -> Any:
         help="run the cell once per model (comma-separated), on sibling clones of the branch, "
         "concurrently, and show the answers side by side",
     )
+    add(
+        "--budget",
+        metavar="USD",
+        type=float,
+        help="the most this cell's model calls may cost, in dollars; a call that would pass it is not started",
+    )
     add("-h", "--help", action="store_true", help="show this help")
     if prompt:
         add("prompt", nargs="*", help="the instruction")
@@ -200,6 +206,7 @@ OPTION_STRINGS = [
     "--max-extensions",
     "--map",
     "--compare",
+    "--budget",
     "--help",
 ]
 
@@ -224,6 +231,7 @@ class TurnOptions:
     prompt: str = ""  # ``%lion ask``: the instruction given on the line
     map_over: str | None = None  # ``--map``: the expression giving the items
     compare: list[str] = field(default_factory=list)  # ``--compare``: model specs
+    budget: float | None = None  # ``--budget``: dollars for this cell's calls
 
     @classmethod
     def from_args(cls, args: Any, *, default_format: str) -> TurnOptions:
@@ -249,6 +257,7 @@ class TurnOptions:
             compare=[
                 m.strip() for m in (getattr(args, "compare", None) or "").split(",") if m.strip()
             ],
+            budget=getattr(args, "budget", None),
         )
         opts.check()
         return opts
@@ -257,6 +266,11 @@ class TurnOptions:
         """Checks that need nothing but the options themselves."""
         if self.out is not None:
             validate_name(self.out, "--out")
+        if self.budget is not None and not (0 < self.budget < float("inf")):
+            raise UsageError(
+                f"`--budget {self.budget:g}`: give the dollars this cell may spend, above 0 "
+                "(e.g. `--budget 0.25`)."
+            )
         if self.branch is not None and not self.branch.strip():
             raise UsageError("`--branch` needs a name, e.g. `-b ideas`.")
         if self.model is not None and not self.model.strip():

@@ -398,6 +398,7 @@ async def execute(plan: TurnPlan, view: Any, session: Any) -> Any:
     """Run ``plan``, reporting to ``view`` (already started). Returns the turn's result."""
     from ...models.endpoints import streaming_to
     from ...protocols.signals import MessageAdded
+    from ...session.budget import budget_scope
 
     branch = plan.branch
     branch_id = str(branch.id)
@@ -413,6 +414,7 @@ async def execute(plan: TurnPlan, view: Any, session: Any) -> Any:
             streaming_to(view.text),
             _model_for_turn(branch, plan.model),
             _tools_for_turn(branch, plan.tools),
+            budget_scope(_cell_budget(plan.options.budget), "cell"),
         ):
             result = await _call(plan, view, session)
     except BaseException as exc:
@@ -432,6 +434,28 @@ async def execute(plan: TurnPlan, view: Any, session: Any) -> Any:
     return result
 
 
+def _cell_budget(usd: float | None) -> Any:
+    from ...session.budget import Budget
+
+    return Budget(usd=usd) if usd is not None else None
+
+
+def _session_budget(magics: Any, session: Any) -> None:
+    """``LionMagics.session_budget`` on the notebook's Session (spend so far counts)."""
+    usd = magics.session_budget
+    current = session.budget
+    mine = getattr(magics, "_config_budget", None)  # the Budget this setting made, if any
+    if usd is None:
+        if current is not None and current is mine:  # the setting was cleared: so is its cap
+            session.budget = None
+        return
+    if current is None or current.usd != usd:
+        from ...session.budget import Budget
+
+        session.budget = Budget(usd=usd, tokens=current.tokens if current else None)
+        magics._config_budget = session.budget
+
+
 # -- from a cell to a result ---------------------------------------------------------------------
 def prepare(magics: Any, opts: TurnOptions, body: str) -> tuple[TurnPlan, Any]:
     """Interpolate ``body``, plan the turn and open its view (shown in the running cell)."""
@@ -439,6 +463,7 @@ def prepare(magics: Any, opts: TurnOptions, body: str) -> tuple[TurnPlan, Any]:
     from .interpolate import interpolate
 
     state = magics.state
+    _session_budget(magics, state.session)
     text = (
         body
         if opts.raw or not magics.interpolate
@@ -467,6 +492,7 @@ def prepare(magics: Any, opts: TurnOptions, body: str) -> tuple[TurnPlan, Any]:
         live=magics.live_view,
         note=note,
         stop=plan.stop,  # before the view exists: a factory may wire its Stop button to it
+        branch_cost=plan.branch.cost,
     )
     view = make_view(info, quiet=opts.quiet)
     view.start()

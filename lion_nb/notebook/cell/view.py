@@ -33,6 +33,8 @@ class TurnInfo:
     stop: Callable[[], bool] | None = None
     #: "auto" (a widget where a widget front end is present, else text), "widget" or "text"
     live: str = "auto"
+    #: the branch's running cost (``branch.cost``), shown after the turn; ``None``: not shown
+    branch_cost: Callable[[], Any] | None = None
 
 
 class TurnView:

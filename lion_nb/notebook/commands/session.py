@@ -55,6 +55,41 @@ def _models(magics: Any, args: Any) -> Table:
     return Table(["name", "kind", "model", "cli"], rows, title=f"models · providers: {providers}")
 
 
+@command("cost", "What the session's model calls cost, by branch and model.")
+def _cost(magics: Any, args: Any) -> Table:
+    from ...session.ledger import format_usd
+
+    session = magics.state.session
+    groups: dict[tuple[str, str], dict[str, Any]] = {}
+    for row in session.costs():
+        key = (str(row["branch"] or row["branch_id"]), row["model"])
+        group = groups.setdefault(
+            key, {"branch": key[0], "model": key[1], "calls": 0, "in": 0, "cached": 0, "out": 0}
+        )
+        group["calls"] += 1
+        group["in"] += row["input_tokens"]
+        group["cached"] += row["cache_read_tokens"]
+        group["out"] += row["output_tokens"]
+        usd = row["usd"]
+        group["usd"] = (
+            None if usd is None or group.get("usd", 0.0) is None else group.get("usd", 0.0) + usd
+        )
+        group["unpriced"] = group.get("unpriced", 0) + (usd is None)
+    rows = [
+        {
+            **g,
+            "usd": format_usd(g["usd"], g["unpriced"]) if g["usd"] is None else f"${g['usd']:.4f}",
+        }
+        for g in groups.values()
+    ]
+    total = session.cost()
+    budget = session.budget
+    title = f"cost · {total.line()}"
+    if budget is not None and budget.usd is not None:
+        title += f" · session budget ${budget.usd:g}"
+    return Table(["branch", "model", "calls", "in", "cached", "out", "usd"], rows, title=title)
+
+
 @command(
     "model",
     "Set a branch's model for every later turn.",

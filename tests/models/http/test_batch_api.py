@@ -124,9 +124,13 @@ def test_anthropic_sends_one_request_with_live_params(http_fake):
         sent.headers["anthropic-version"] and sent.headers["x-api-key"] == "test-key-anthropic-0000"
     )
     params = sent.body["requests"][0]["params"]
-    assert params["system"] == "Be brief." and params["max_tokens"] == 4096
+    cached = {"cache_control": {"type": "ephemeral"}}  # prompt caching is on by default
+    assert params["system"] == [{"type": "text", "text": "Be brief.", **cached}]
+    assert params["max_tokens"] == 4096
     assert params["stop_sequences"] == ["END"] and "stream" not in params
-    assert params["messages"] == [{"role": "user", "content": [{"type": "text", "text": "hello"}]}]
+    assert params["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "hello", **cached}]}
+    ]
 
 
 def test_anthropic_results_succeeded_errored_and_cancelled(http_fake):

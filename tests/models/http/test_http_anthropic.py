@@ -35,7 +35,7 @@ def test_streaming_tool_use(http_fake, invoke):
     request = ChatRequest(
         messages=[{"role": "user", "content": "Weather in Paris?"}], tools=[WEATHER_TOOL]
     )
-    call = invoke(claude(http_fake), request, sink=seen.append)
+    call = invoke(claude(http_fake, cache=False), request, sink=seen.append)
     assert call.status == "completed", call.error
     response = call.response
     assert seen == ["Let me check."]
@@ -107,7 +107,7 @@ def test_openai_messages_are_translated(http_fake, invoke):
         {"role": "tool", "tool_call_id": "t2", "content": {"ok": True}},
         {"role": "user", "content": "And now?"},
     ]
-    invoke(claude(http_fake), ChatRequest(messages=messages))
+    invoke(claude(http_fake, cache=False), ChatRequest(messages=messages))
     sent = http_fake.requests[0].body
     assert sent["system"] == "Be brief."
     assert sent["messages"] == [

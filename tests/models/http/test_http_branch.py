@@ -153,7 +153,10 @@ def test_anthropic_communicate_records_the_exchange(http_fake):
     branch = anthropic_branch(http_fake)
     assert anyio.run(branch.communicate, "Hi") == "Bonjour."
     sent = http_fake.requests[-1]
-    assert sent.path == "/v1/messages" and sent.body["system"] == "Be brief."
+    assert sent.path == "/v1/messages"
+    assert sent.body["system"] == [
+        {"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}
+    ]
     assert (
         sent.headers["x-api-key"] == KEY
         and branch.messages[-1].metadata["usage"]["output_tokens"] == 2
