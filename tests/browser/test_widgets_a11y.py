@@ -159,6 +159,8 @@ def test_the_chat_from_the_keyboard(lab_page, jupyter_server):
         SLOW,
         CHAT,
         "print([m.rendered for m in helper.messages if m.kind == 'instruction'])",
+        "print([m.metadata.get('incomplete') for m in helper.messages"
+        " if m.kind == 'assistant_response'])",
     )
     open_notebook(page, jupyter_server, "chat-keys.ipynb", notebook)
     for index in (0, 1, 2):
@@ -187,12 +189,13 @@ def test_the_chat_from_the_keyboard(lab_page, jupyter_server):
     status.get_by_text("stopped").wait_for(timeout=1_000)  # the acceptance bound: 1 s
     stopped_after = time.monotonic() - pressed
     print(f"Esc stopped the streaming Chat answer in {stopped_after:.2f} s")
-    assert box.input_value() == "line one\nline two"  # nothing recorded: the text is kept
+    assert box.input_value() == ""  # the turn is kept on the branch, marked incomplete
     live = page.evaluate("() => window.__lionLive")
     assert len(live) == 1 and live[0].startswith("stopped"), live
     assert _focus_in(page, "textarea.lnb-chat-box")
 
-    out.get_by_role("button", name="Send").click()  # the same two lines, in full this time
+    box.press_sequentially("again")
+    out.get_by_role("button", name="Send").click()
     stream.get_by_text("word2").wait_for(timeout=15_000)
     assert _focus_in(page, "textarea.lnb-chat-box")  # Send gave the focus back to the box
     out.get_by_role("button", name="Stop").click()
@@ -201,6 +204,7 @@ def test_the_chat_from_the_keyboard(lab_page, jupyter_server):
     assert _focus_in(page, "textarea.lnb-chat-box")  # Stop is disabled now: the box has it
     screenshot(page, "a11y-chat-keyboard", element=out)
 
+    box.press_sequentially("in full")
     box.press("Enter")
     status.get_by_text("done").wait_for(timeout=60_000)
     page.wait_for_function("() => window.__lionLive.length === 3", timeout=10_000)
@@ -208,6 +212,8 @@ def test_the_chat_from_the_keyboard(lab_page, jupyter_server):
     assert live[2].startswith("done") and "word0 word1" in live[2], live  # status, then answer
     run_cell(page, 3)
     assert "line one\\nline two" in cell_output(page, 3).inner_text()
+    run_cell(page, 4)  # what Esc and Stop kept: the two cut answers, marked incomplete
+    assert "[True, True, None]" in cell_output(page, 4).inner_text()
 
 
 TURN = "%%lion -b story -m slow\nTell me a very long story."
@@ -215,7 +221,12 @@ TURN = "%%lion -b story -m slow\nTell me a very long story."
 
 def test_esc_stops_a_streaming_turn_and_keeps_what_came(light_again, jupyter_server):
     page = light_again
-    notebook = new_notebook(SETUP, SLOW, TURN, 'print("after", 6 * 7)')
+    kept_answers = (
+        "from lion_nb import current_session\n"
+        "print([m.metadata.get('incomplete') for m in current_session().get_branch('story')"
+        ".messages if m.kind == 'assistant_response'])"
+    )
+    notebook = new_notebook(SETUP, SLOW, TURN, 'print("after", 6 * 7)', kept_answers)
     open_notebook(page, jupyter_server, "turn-keys.ipynb", notebook)
     run_cell(page, 0)
     run_cell(page, 1)
@@ -237,11 +248,14 @@ def test_esc_stops_a_streaming_turn_and_keeps_what_came(light_again, jupyter_ser
     wait_for_idle(page)
     kept = turn.locator(".lnb-turn-text").inner_text()
     assert "word0" in kept and f"word{WORDS - 1}" not in kept  # what came, and only that
+    assert "incomplete answer kept on the branch" in turn.inner_text()
     live = turn.locator(".lnb-live[role=status]").text_content()
     assert live.startswith("story") and ": stopped, " in live, live
     assert _focus_in(page, ".lnb-turn")  # Stop went away under nobody's focus
     run_cell(page, 3)
     assert "after 42" in cell_output(page, 3).inner_text()
+    run_cell(page, 4)  # the branch kept the cut answer, marked incomplete
+    assert "[True]" in cell_output(page, 4).inner_text()
 
 
 EXPLORER = """\

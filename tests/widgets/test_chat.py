@@ -499,22 +499,28 @@ def test_in_a_kernel_enter_runs_in_the_background_and_stop_frees_the_input():
 
 
 # -- for the keyboard and screen readers ---------------------------------------------------------
-def test_esc_in_the_chat_stops_a_streaming_answer_and_the_text_returns_to_the_box():
+def test_esc_in_the_chat_stops_a_streaming_answer_and_keeps_what_came():
     branch = _branch(_scripted(" ".join(["slow"] * 400), delay=0.05))
     chat = Chat(branch)
     sent_to_box: list[dict] = []
     chat.input.send = sent_to_box.append  # what the kernel asks of the box's front end
+    shown: list[str] = []
 
     async def main():
         _type_and_enter(chat, "line one\nline two")
         while not chat.view.streamed_text:
             await asyncio.sleep(0.01)
         _front_end(chat.input, "custom", {"event": "stop"})  # what the box sends on Esc
+        shown.append(chat.view.streamed_text)
         await asyncio.wait([chat.task])
 
     asyncio.run(main())
     assert chat.task.cancelled() and chat.view.status.startswith("stopped")
-    assert chat.input.value == "line one\nline two" and not chat.input.disabled
+    assert "incomplete answer kept on the branch" in chat.view.status
+    instruction, partial = branch.messages[-2], branch.messages[-1]
+    assert instruction.instruction == "line one\nline two"
+    assert partial.response.startswith(shown[0]) and partial.metadata["incomplete"] is True
+    assert chat.input.value == "" and not chat.input.disabled  # the turn is on the branch
     assert sent_to_box == []  # Esc keeps the focus where it was
 
 

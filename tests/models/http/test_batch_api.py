@@ -42,6 +42,15 @@ def run(coro_fn, *args):
     return anyio.run(coro_fn, *args)
 
 
+def collect(agen_fn, *args) -> list:
+    """Everything an async generator yields (results stream as the file is read)."""
+
+    async def main():
+        return [item async for item in agen_fn(*args)]
+
+    return anyio.run(main)
+
+
 def test_openai_sends_a_jsonl_file_then_a_batch_with_live_bodies(http_fake):
     BatchEmulator(http_fake)
     service = batch_service(openai(http_fake, temperature=0.2, api_key="test-key-openai-0000"))
@@ -83,7 +92,7 @@ def test_openai_states_counts_and_results(http_fake):
     assert (running.state, running.ended) == ("running", False)
     ended = run(service.status, submitted.id)
     assert (ended.state, ended.succeeded, ended.failed, ended.processing) == ("ended", 2, 1, 0)
-    outcomes = {o.custom_id: o for o in run(service.results, ended)}
+    outcomes = {o.custom_id: o for o in collect(service.results, ended)}
     assert sorted(outcomes) == ["item-0", "item-1", "item-2"]
     answer = service.decode(request("q0"), outcomes["item-0"])
     assert answer.text == "answer: q0" and answer.usage["total_tokens"] == 14
@@ -139,7 +148,7 @@ def test_anthropic_results_succeeded_errored_and_cancelled(http_fake):
     submitted = run(service.submit, [(c, request(c)) for c in ("a", "b")], None)
     ended = run(service.status, submitted.id)
     assert (ended.state, ended.succeeded, ended.failed) == ("ended", 1, 1)
-    outcomes = {o.custom_id: o for o in run(service.results, ended)}
+    outcomes = {o.custom_id: o for o in collect(service.results, ended)}
     assert service.decode(request("a"), outcomes["a"]).text == "answer: a"
     assert type(outcomes["b"].error).__name__ == "BadRequestError"
     overloaded = service._outcome(
@@ -176,7 +185,7 @@ def test_the_key_never_goes_to_a_results_url_on_another_host(http_fake):
     elsewhere = BatchStatus(
         ended.id, "ended", raw={**ended.raw, "results_url": "http://203.0.113.9/steal"}
     )
-    outcomes = run(service.results, elsewhere)
+    outcomes = collect(service.results, elsewhere)
     assert [o.custom_id for o in outcomes] == ["a"]
     assert http_fake.requests[-1].path == f"/v1/messages/batches/{ended.id}/results"
 
