@@ -79,6 +79,7 @@ class Session(Element):
     _observer: SignalBus = PrivateAttr(default_factory=SignalBus)
     _hooks: Any = PrivateAttr(None)
     _memory: Any = PrivateAttr(None)
+    _mcp_servers: dict = PrivateAttr(default_factory=dict)
 
     def __init__(
         self,
@@ -207,6 +208,11 @@ class Session(Element):
             theirs["_memory"] = mine["_memory"]
         if branch.user is None and self.user is not None:
             branch.user = self.user
+        if mine["_mcp_servers"]:  # the session's MCP servers serve its new member too
+            from ..mcp.connect import attach_tools
+
+            for server in mine["_mcp_servers"].values():
+                attach_tools(branch, server, getattr(server, "approve", None))
 
     def remove_branch(self, branch: Branch | UUID | str, *, delete: bool = False) -> Branch | None:
         """Detach a branch and return it, still holding its whole conversation (and any memory
@@ -218,6 +224,11 @@ class Session(Element):
         target._observer = None
         target._hooks = None
         target._operation_manager = OperationManager()
+        if self._mcp_servers:
+            from ..mcp.connect import detach_tools
+
+            for server in self._mcp_servers.values():
+                detach_tools(target, server)
         if self._default_id == target.id:
             self._default_id = self._branches[0].id if len(self._branches) else None
         if delete:
@@ -364,6 +375,25 @@ class Session(Element):
         never changes a run's result; one that cannot take the signal as its one argument
         is refused here with a ``TypeError``."""
         return self._observer.observe(signal_type, callback)
+
+    # -- MCP servers ------------------------------------------------------------------------------
+    async def connect_mcp(self, name: str, command: list[str] | None = None, **kw: Any) -> Any:
+        """`Branch.connect_mcp` for the whole session: one server, its tools on every
+        member branch (and on branches included later); the session stops it."""
+        from ..mcp.connect import connect
+
+        return await connect(self, name, command=command, **kw)
+
+    async def remove_mcp(self, name: str) -> None:
+        """Remove a session MCP server's tools from every branch and stop the server."""
+        from ..mcp.connect import disconnect
+
+        await disconnect(self, name)
+
+    @property
+    def mcp_servers(self) -> dict[str, Any]:
+        """The session's MCP servers by name."""
+        return dict(self._mcp_servers)
 
     # -- closing ---------------------------------------------------------------------------------
     async def aclose(self) -> None:
