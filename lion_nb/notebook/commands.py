@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import difflib
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -117,7 +118,10 @@ def dispatch(magics: Any, line: str, *, assigned: bool = True) -> Any:
         return None
     if name == "explain":
         return cmd.func(magics, args, assigned=assigned)
-    return cmd.func(magics, args)
+    result = cmd.func(magics, args)
+    if inspect.iscoroutine(result):  # `%lion mcp`, not awaited by the cell
+        return run_sync(result)
+    return result
 
 
 async def dispatch_async(magics: Any, line: str, *, assigned: bool = True) -> Any:
@@ -135,6 +139,10 @@ async def dispatch_async(magics: Any, line: str, *, assigned: bool = True) -> An
         if args is None:
             return None
         return await explain(magics, args, assigned=assigned)
+    if name == "mcp":  # the server's connection lives on this (the kernel's) loop
+        cmd = _find(name)
+        args = _parse(cmd, rest)
+        return None if args is None else await cmd.func(magics, args)
     return dispatch(magics, line, assigned=assigned)
 
 
@@ -369,4 +377,5 @@ from . import commands_session as _registers_more  # noqa: E402,F401  (registers
 from . import commands_store as _registers_store  # noqa: E402,F401
 from . import commands_extend as _registers_extend  # noqa: E402,F401
 from . import commands_cassette as _registers_cassette  # noqa: E402,F401
+from . import commands_mcp as _registers_mcp  # noqa: E402,F401
 # isort: on
