@@ -416,10 +416,13 @@ async def execute(plan: TurnPlan, view: Any, session: Any) -> Any:
     before = set(branch.messages.keys())
     subscription = branch.observe(MessageAdded, on_message)
     try:
+        from ..protocols.approval import asking, current_asker
+
         with (
             streaming_to(view.text),
             _model_for_turn(branch, plan.model),
             _tools_for_turn(branch, plan.tools),
+            asking(getattr(view, "ask", None) or current_asker()),  # approve="ask"
         ):
             result = await _call(plan, view, session)
     except BaseException as exc:

@@ -58,7 +58,7 @@ function drawEntry(model, entry) {
     const box = el("details", "lnb-tool");
     const state = entry.pending ? "running…" : entry.is_error ? "error" : "done";
     const summary = el("summary");
-    summary.append(el("span", "lnb-role", "tool"), el("code", "lnb-fn", entry.function),
+    summary.append(el("span", "lnb-role", "tool"), el("code", "lnb-fn", entry.server ? `${entry.server}/${entry.function}` : entry.function),
       el("span", `lnb-tool-state lnb-tool-${entry.pending ? "pending" : entry.is_error ? "error" : "ok"}`, state));
     box.append(summary);
     const args = el("div", "lnb-tool-part");
