@@ -7,7 +7,9 @@ never sits in the notebook. ``--approve ask`` makes each call wait for Approve /
 turn view. A server added here is the notebook's: its tools are offered to a turn by naming
 it, ``%%lion -t NAME`` (a connected server's name is looked up before notebook functions).
 ``%lion mcp list`` shows servers, status and tools; ``%lion mcp remove NAME`` stops one.
-Adding a name again replaces that server (re-running the cell is safe).
+Adding a name again replaces that server (re-running the cell is safe). ``{expr}`` and
+``$name`` in the command and the URL are expanded from the notebook's namespace, as in any
+line magic.
 
 The line is awaited on the kernel's loop (like ``%lion ask``), where the server's connection
 then lives; from synchronous code it is connected on a helper loop and started afresh on the
@@ -65,7 +67,10 @@ async def _add(magics: Any, args: Any, servers: dict[str, Any]) -> Any:
     from ..errors import MCPError
     from ..mcp.server import MCPServer
 
-    command = [w for w in args.command if w != "--"] if args.command else None
+    expand = magics.shell.var_expand  # `{python}`, `$TOKEN_FILE`: as in any line magic
+    command = [expand(w) for w in args.command if w != "--"] if args.command else None
+    if args.url:
+        args.url = expand(args.url)
     if bool(command) == bool(args.url):
         raise UsageError(
             f"`%lion mcp add {args.name}` needs a server: `-- CMD ARGS` (stdio) or "
