@@ -29,6 +29,7 @@ _EXPORTS: dict[str, str] = {
     # tools and operations
     "Tool": "lion_nb.protocols.actions",
     "ActionManager": "lion_nb.protocols.actions",
+    "MCPServer": "lion_nb.mcp.server",
     "Operation": "lion_nb.operations.node",
     "OperationManager": "lion_nb.operations.manager",
     "ChatParam": "lion_nb.operations.types",
@@ -80,6 +81,7 @@ _EXPORTS: dict[str, str] = {
     "OperationError": "lion_nb.errors",
     "ParseError": "lion_nb.errors",
     "ScriptExhaustedError": "lion_nb.errors",
+    "MCPError": "lion_nb.errors",
     "ProviderError": "lion_nb.errors",
     "AuthenticationError": "lion_nb.errors",
     "PermissionDeniedError": "lion_nb.errors",

@@ -12,6 +12,7 @@
     ├── ExtensionError                    an extension that could not be loaded (session unchanged)
     ├── ParseError (ValueError)           text that could not become the requested type
     ├── ScriptExhaustedError              an offline scripted model ran out of responses
+    ├── MCPError                          an MCP server did not start, failed or answered badly
     └── ProviderError                     a provider failed; carries status, message, request id
         ├── AuthenticationError           401 / 403, or a missing key
         ├── PermissionDeniedError         403
@@ -48,6 +49,7 @@ __all__ = [
     "ItemExistsError",
     "ItemNotFoundError",
     "LionError",
+    "MCPError",
     "NotFoundError",
     "OperationError",
     "OverloadedError",
@@ -70,6 +72,11 @@ class LionError(Exception):
 
 class ConfigurationError(LionError, ValueError):
     """The caller asked for something that cannot be set up (the message says the fix)."""
+
+
+class MCPError(LionError):
+    """An MCP server did not start, failed or hung during a call, or answered something
+    unusable. Inside a tool call it becomes the call's error result."""
 
 
 class ItemNotFoundError(LionError, KeyError):

@@ -157,6 +157,7 @@ LAYERS: dict[str, list[set[str]]] = {
         {"rendering"},
         {"models"},
         {"protocols"},
+        {"mcp"},  # MCP servers' tools: protocols' `Tool`s on the models' process handling
         {"operations", "session", "_seams"},  # the core; ADR-0021's circle is inside
         {"store", "extensions"},  # the store persists Sessions; extensions load into them
         {"widgets"},

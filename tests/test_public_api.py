@@ -14,7 +14,7 @@ EXPECTED = {
     # cost
     "Budget", "Cost", "BudgetExceeded",
     # models and tools
-    "iModel", "iModelManager", "StreamChunk", "Tool", "ActionManager",
+    "iModel", "iModelManager", "StreamChunk", "Tool", "ActionManager", "MCPServer",
     # operations
     "Operation", "OperationManager", "ChatParam", "RunParam", "ParseParam", "ActionParam",
     "InterpretParam", "Middle",
@@ -33,7 +33,7 @@ EXPECTED = {
     "AuthenticationError", "PermissionDeniedError", "NotFoundError", "BadRequestError",
     "ContextWindowError", "RateLimitError", "QuotaExceededError", "ServerError",
     "OverloadedError", "StreamInterruptedError", "ProviderConnectionError",
-    "ProviderTimeoutError", "CLIError",
+    "ProviderTimeoutError", "CLIError", "MCPError",
 }  # fmt: skip
 
 
@@ -65,7 +65,7 @@ import json, sys
 import lion_nb
 from lion_nb import Branch, Session, iModel
 #USE
-heavy = [m.split('.')[0] for m in sys.modules if m.split('.')[0] in ('httpx', 'httpx_sse', 'ipywidgets', 'IPython', 'markdown_it', 'tenacity')]
+heavy = [m.split('.')[0] for m in sys.modules if m.split('.')[0] in ('httpx', 'httpx_sse', 'ipywidgets', 'IPython', 'markdown_it', 'tenacity', 'mcp')]
 print(json.dumps(sorted(set(heavy))))
 """
 

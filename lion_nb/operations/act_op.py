@@ -133,7 +133,11 @@ async def act(branch: Branch, action_request: Any, param: ActionParam) -> list[A
         return []
     if param.strategy not in ("concurrent", "sequential"):
         raise ValueError(f'`strategy` is "concurrent" or "sequential", not {param.strategy!r}.')
+    registry = branch.acts.registry
     for request in requests:
+        server = getattr(registry.get(request.function), "server_name", None)
+        if server:  # a tool of an MCP server: the views show which server ran it
+            request.metadata["mcp_server"] = server
         if request.id not in branch.messages:
             branch.msgs.add_message(action_request=request)
 
@@ -184,14 +188,26 @@ def _record_unfinished(
     what = "cancelled" if isinstance(exc, anyio.get_cancelled_exc_class()) else "interrupted"
     for request, response in zip(requests, responses, strict=True):
         if response is None:
+            output: dict[str, Any] = {
+                "error": f"The call was {what} before it finished; it has no result."
+            }
+            metadata: dict[str, Any] = {"cancelled": True}
+            approval = request.metadata.get("approval", "")
+            if approval.startswith("denied"):  # stopped while a person was asked: denied
+                from ..protocols.approval import denial_output
+
+                output = denial_output(request.function, "the turn was stopped before approval")
+                metadata["approval"] = approval
+            if request.metadata.get("mcp_server"):
+                metadata["mcp_server"] = request.metadata["mcp_server"]
             response = ActionResponse(
                 function=request.function,
                 arguments=dict(request.arguments),
-                output={"error": f"The call was {what} before it finished; it has no result."},
+                output=output,
                 call_id=request.call_id,
                 action_request_id=str(request.id),
                 is_error=True,
-                metadata={"cancelled": True},
+                metadata=metadata,
             )
             request.action_response_id = str(response.id)
         response.sender = request.function

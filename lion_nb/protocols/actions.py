@@ -11,6 +11,11 @@ declares, and a bad argument fails with a message the model can act on.
 unknown tool, bad arguments or an exception inside the tool becomes an `ActionResponse`
 with ``is_error=True`` that goes back to the model like any other result. Cancellation is
 not a failure and propagates.
+
+Before a call runs it is approved (`lion_nb.protocols.approval`): under the tool's own
+``approve=`` policy, else the manager's default (the branch's ``approve=``). A denied call
+does not run; its response is an error whose output tells the model it was denied, with
+``metadata["approval"]`` saying by whom.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import typing
 from collections.abc import Callable, Iterable, Iterator
 from typing import Annotated, Any
 
+import anyio
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic.fields import FieldInfo
@@ -59,7 +65,12 @@ class Tool:
         name: str | None = None,
         description: str | None = None,
         run_in_thread: bool = False,
+        approve: Any = None,
     ):
+        from .approval import check_policy
+
+        #: this tool's approval policy (None: the branch's default); see `protocols.approval`
+        self.approve = check_policy(approve)
         if isinstance(func_callable, Tool):
             func_callable = func_callable.func_callable
         self._is_model = isinstance(func_callable, type) and issubclass(func_callable, BaseModel)
@@ -228,8 +239,12 @@ class Tool:
 class ActionManager:
     """A branch's tools by name: register, describe to a model, invoke."""
 
-    def __init__(self, tools: Any = None):
+    def __init__(self, tools: Any = None, approve: Any = None):
+        from .approval import check_policy
+
         self.registry: dict[str, Tool] = {}
+        #: the default approval policy of tools that have none of their own
+        self.approve = check_policy(approve)
         if tools:
             self.register_tools(tools)
 
@@ -308,10 +323,24 @@ class ActionManager:
         if isinstance(request, dict):
             request = ActionRequest.model_validate(request)
         start = time.perf_counter()
+        metadata: dict[str, Any] = {}
+        server = request.metadata.get("mcp_server") if isinstance(request.metadata, dict) else None
+        if server:
+            metadata["mcp_server"] = server
         try:
             _check_complete(request)
-            output: Any = _plain(await self._lookup(request.function).call(request.arguments))
-            is_error = False
+            tool = self._lookup(request.function)
+            decision = await self._approve(tool, request, server)
+            if decision is not None and not decision.allowed:
+                from .approval import denial_output
+
+                output, is_error = denial_output(request.function, decision.reason), True
+                metadata["approval"] = f"denied by {decision.by}"
+            else:
+                if decision is not None and decision.by != "policy":
+                    metadata["approval"] = f"approved by {decision.by}"
+                output = _plain(await tool.call(request.arguments))
+                is_error = False
         except Exception as exc:
             logger.debug("tool `%s` failed", request.function, exc_info=True)
             output, is_error = {"error": f"{type(exc).__name__}: {text_of(exc)}"}, True
@@ -322,10 +351,26 @@ class ActionManager:
             call_id=request.call_id,
             action_request_id=str(request.id),
             is_error=is_error,
-            metadata={"duration": time.perf_counter() - start},
+            metadata={"duration": time.perf_counter() - start, **metadata},
         )
         request.action_response_id = str(response.id)
         return response
+
+    async def _approve(self, tool: Tool, request: ActionRequest, server: str | None) -> Any:
+        """The approval decision, or None when no policy asks for one (the common case).
+        Arguments are validated first: nobody is asked about a call that cannot run."""
+        if getattr(tool, "approve", None) in (None, True) and self.approve in (None, True):
+            return None
+        from .approval import Ask, decide
+
+        tool.validate(request.arguments)
+        ask = Ask(request.function, dict(request.arguments), server, request.call_id)
+        try:
+            return await decide(tool, request.arguments, self.approve, ask)
+        except BaseException as exc:  # stopped while deciding: `act` records a denial
+            if not isinstance(exc, Exception) or isinstance(exc, anyio.get_cancelled_exc_class()):
+                request.metadata["approval"] = "denied: the turn was stopped before approval"
+            raise
 
 
 # -- helpers ------------------------------------------------------------------------------------

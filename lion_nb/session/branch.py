@@ -9,8 +9,9 @@ What is conversation state and what is not (ADR-0016 D2, D4):
 - serialized by ``to_dict``: identity, user, name, messages (always), logs (when asked and
   non-empty), the system message, log config (when asked), chat model, parse model (only
   when it is a distinct object);
-- branch-scoped but never serialized: tools, memory, context providers and their last
-  report, the capability grant, named operations;
+- branch-scoped but never serialized: tools, the approval default, MCP servers connected
+  to it, memory, context providers and their last report, the capability grant, named
+  operations;
 - session attachments (detached on removal, never serialized or cloned): observer, hooks,
   owning session, the shared operation registry, an adopted memory store.
 
@@ -51,7 +52,7 @@ _SERIALIZED_KEYS = ("messages", "logs", "chat_model", "parse_model", "system", "
 _INIT_KEYWORDS = (
     "messages", "system", "system_sender", "chat_model", "parse_model", "tools", "log_config",
     "system_datetime", "system_template", "system_template_context", "logs",
-    "use_lion_system_message", "memory",
+    "use_lion_system_message", "memory", "approve",
 )  # fmt: skip
 
 
@@ -114,6 +115,7 @@ class Branch(BranchVerbs, Element):
     _ledger: Any = PrivateAttr(None)  # `lion_nb.session.ledger`, built when first needed
     _budget: Any = PrivateAttr(None)
     _prefix_print: Any = PrivateAttr(None)  # the last request's system prompt and tools
+    _mcp_servers: dict = PrivateAttr(default_factory=dict)
 
     def __init__(
         self,
@@ -133,6 +135,7 @@ class Branch(BranchVerbs, Element):
         logs: Pile[Log] | Iterable[Log] | None = None,
         use_lion_system_message: bool = False,
         memory: Any = None,
+        approve: Any = None,
         **kwargs: Any,
     ):
         if user is not None and not isinstance(user, str):
@@ -172,7 +175,7 @@ class Branch(BranchVerbs, Element):
         parse = _as_model(parse_model, "parse_model") if parse_model is not None else chat
         private["_imodel_manager"] = parts.iModelManager(chat, parse)
 
-        actions = private["_action_manager"] = parts.ActionManager()
+        actions = private["_action_manager"] = parts.ActionManager(approve=approve)
         if tools is not None:
             many = isinstance(tools, (list, tuple, set, frozenset))
             tools = list(tools) if many else [tools]
@@ -261,6 +264,18 @@ class Branch(BranchVerbs, Element):
     @property
     def tools(self) -> dict[str, Tool]:
         return self._action_manager.registry
+
+    @property
+    def approve(self) -> Any:
+        """The default approval policy of this branch's tools (``True``, ``False``, ``"ask"``
+        or a callable; ``None``: calls run). A tool's own ``approve=`` wins over it."""
+        return self._action_manager.approve
+
+    @approve.setter
+    def approve(self, value: Any) -> None:
+        from ..protocols.approval import check_policy
+
+        self._action_manager.approve = check_policy(value)
 
     @property
     def chat_model(self) -> iModel:
@@ -595,6 +610,52 @@ class Branch(BranchVerbs, Element):
         tool = Tool(consult, name=tool_name, description=consult.__doc__)
         self._action_manager.register_tool(tool, update=update)
         return tool
+
+    # -- MCP servers ------------------------------------------------------------------------------
+    async def connect_mcp(
+        self,
+        name: str,
+        command: list[str] | None = None,
+        *,
+        url: str | None = None,
+        env: dict[str, str] | None = None,
+        headers: dict[str, str] | None = None,
+        cwd: str | None = None,
+        approve: Any = None,
+        timeout: float = 30.0,
+    ) -> Any:
+        """Start an MCP server (``command=[...]``: a child process over stdio; ``url=``: a
+        streamable-HTTP server, ``headers`` kept secret) and make its tools this branch's.
+        ``approve`` is the policy of its tools (`lion_nb.protocols.approval`). Returns the
+        `MCPServer`; see `lion_nb.mcp`."""
+        from ..mcp.connect import connect
+
+        return await connect(
+            self, name, command=command, url=url, env=env, headers=headers, cwd=cwd,
+            approve=approve, timeout=timeout,
+        )  # fmt: skip
+
+    async def remove_mcp(self, name: str) -> None:
+        """Remove a connected MCP server's tools and stop the server."""
+        from ..mcp.connect import disconnect
+
+        await disconnect(self, name)
+
+    @property
+    def mcp_servers(self) -> dict[str, Any]:
+        """The MCP servers this branch can call, by name: its own and its session's."""
+        found: dict[str, Any] = {}
+        for tool in self._action_manager.registry.values():
+            server = getattr(tool, "server", None)
+            if server is not None:
+                found.setdefault(server.name, server)
+        return {**found, **self._mcp_servers}
+
+    async def aclose(self) -> None:
+        """Stop the MCP servers this branch started. The conversation is untouched."""
+        from ..mcp.connect import disconnect_all
+
+        await disconnect_all(self)
 
 
 def _private_defaults(cls: type) -> tuple[dict[str, Any], dict[str, Any]]:

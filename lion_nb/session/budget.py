@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BudgetExceeded, ConfigurationError
+from .ledger import AFTER_RECORD
 
 if TYPE_CHECKING:
     from .branch import Branch
@@ -244,3 +245,6 @@ def after_call(branch: Branch, session: Session | None, usd: float | None, token
             warnings.warn(
                 f"{spent} of the {where} budget of {limit} is spent.", BudgetWarning, stacklevel=2
             )
+
+
+AFTER_RECORD.append(after_call)  # the ledger tells every recorded call to the budgets

@@ -7,6 +7,8 @@ session's branches hold:
   tools with `Branch.connect` -- is closed once: its HTTP connection pool is closed, and a
   CLI model stops every run still going (SIGTERM to the agent's process group, SIGKILL after
   the grace; a run busy in another task is killed at once);
+- MCP servers the session or its branches connected are stopped (a stdio server with its
+  process group) and their tools removed; connect them again to use them;
 - message signals still being delivered to async observers are awaited, so no task of the
   session outlives it.
 
@@ -56,6 +58,11 @@ async def aclose_session(session: Session) -> None:
             await model.aclose()
         except Exception:  # one model failing to close must not keep the others open
             log.warning("closing %r failed", model, exc_info=True)
+    from ..mcp.connect import disconnect_all
+
+    for owner in [session, *session._branches]:
+        if owner._mcp_servers:
+            await disconnect_all(owner)
     for branch in list(session._branches):
         await branch._drain_signals()
 
@@ -71,6 +78,10 @@ def close_session(session: Session) -> asyncio.Task | None:
         anyio.run(aclose_session, session)
         return None
     _kill_cli_runs(session)
+    from ..mcp.connect import kill_all
+
+    for owner in [session, *session._branches]:
+        kill_all(owner)
     return loop.create_task(aclose_session(session))
 
 

@@ -16,10 +16,11 @@ A call the ledger never saw (one of an earlier kernel whose answer was not recor
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
-from .budget import after_call
+from ._live import SESSIONS
 
 if TYPE_CHECKING:
     from .branch import Branch
@@ -230,7 +231,9 @@ def session_ledger(session: Session) -> Ledger:
     return ledger
 
 
-_SESSIONS: Any = None  # `session._SESSIONS`, bound on first use (it imports this module's users)
+#: called after every recorded call as ``hook(branch, session, usd, tokens)``; `budget`
+#: registers its check here when it is first imported (no budget exists before that)
+AFTER_RECORD: list[Callable[[Any, Any, float | None, int], None]] = []
 
 
 def _owner(branch: Branch) -> Session | None:
@@ -244,10 +247,7 @@ def _owner(branch: Branch) -> Session | None:
         session = ledger.owner()
         if session is not None:
             return session
-    global _SESSIONS
-    if _SESSIONS is None:
-        from .session import _SESSIONS
-    session = _SESSIONS.get(owner)
+    session = SESSIONS.get(owner)
     if session is not None:
         import weakref
 
@@ -279,5 +279,6 @@ def record_call(
         mine = session.__pydantic_private__.get("_ledger")
         if mine is not None:
             mine.add(row)
-    after_call(branch, session, usd, row[3] + row[4])
+    for hook in AFTER_RECORD:
+        hook(branch, session, usd, row[3] + row[4])
     return usd

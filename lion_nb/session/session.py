@@ -41,7 +41,6 @@ Loading: `from_dict` treats its input as untrusted; any malformed field is a
 from __future__ import annotations
 
 import warnings
-import weakref
 from collections.abc import Callable, Iterable
 from typing import Any
 from uuid import UUID
@@ -53,14 +52,13 @@ from ..operations.manager import OperationManager
 from ..operations.node import call_operation, resolve_operation, unknown_operation_hint
 from ..protocols.element import Element
 from ..protocols.pile import Pile
+from ._live import SESSIONS as _SESSIONS  # so that a refusal can name a branch's owner
 from .branch import Branch
 from .observer import SignalBus, Subscription
 
 __all__ = ["Session"]
 
 _NO_DEFAULT: Any = object()  # from_dict of a session that had no branches
-# live sessions by id, so that a refusal can name the session that owns a branch
-_SESSIONS: weakref.WeakValueDictionary[UUID, Session] = weakref.WeakValueDictionary()
 
 
 def _label(branch: Branch) -> str:
@@ -81,6 +79,7 @@ class Session(Element):
     _memory: Any = PrivateAttr(None)
     _ledger: Any = PrivateAttr(None)  # `lion_nb.session.ledger`, built when first needed
     _budget: Any = PrivateAttr(None)
+    _mcp_servers: dict = PrivateAttr(default_factory=dict)
 
     def __init__(
         self,
@@ -209,6 +208,11 @@ class Session(Element):
             theirs["_memory"] = mine["_memory"]
         if branch.user is None and self.user is not None:
             branch.user = self.user
+        if mine["_mcp_servers"]:  # the session's MCP servers serve its new member too
+            from ..mcp.connect import attach_tools
+
+            for server in mine["_mcp_servers"].values():
+                attach_tools(branch, server, getattr(server, "approve", None))
 
     def remove_branch(self, branch: Branch | UUID | str, *, delete: bool = False) -> Branch | None:
         """Detach a branch and return it, still holding its whole conversation (and any memory
@@ -220,6 +224,11 @@ class Session(Element):
         target._observer = None
         target._hooks = None
         target._operation_manager = OperationManager()
+        if self._mcp_servers:
+            from ..mcp.connect import detach_tools
+
+            for server in self._mcp_servers.values():
+                detach_tools(target, server)
         if self._default_id == target.id:
             self._default_id = self._branches[0].id if len(self._branches) else None
         if delete:
@@ -393,6 +402,25 @@ class Session(Element):
         never changes a run's result; one that cannot take the signal as its one argument
         is refused here with a ``TypeError``."""
         return self._observer.observe(signal_type, callback)
+
+    # -- MCP servers ------------------------------------------------------------------------------
+    async def connect_mcp(self, name: str, command: list[str] | None = None, **kw: Any) -> Any:
+        """`Branch.connect_mcp` for the whole session: one server, its tools on every
+        member branch (and on branches included later); the session stops it."""
+        from ..mcp.connect import connect
+
+        return await connect(self, name, command=command, **kw)
+
+    async def remove_mcp(self, name: str) -> None:
+        """Remove a session MCP server's tools from every branch and stop the server."""
+        from ..mcp.connect import disconnect
+
+        await disconnect(self, name)
+
+    @property
+    def mcp_servers(self) -> dict[str, Any]:
+        """The session's MCP servers by name."""
+        return dict(self._mcp_servers)
 
     # -- closing ---------------------------------------------------------------------------------
     async def aclose(self) -> None:

@@ -7,7 +7,8 @@ An entry is what the front end draws for one item of the conversation:
 - ``system``, ``instruction`` and ``assistant_response`` messages are one entry each, their
   text rendered as Markdown through the shared sanitizer (raw HTML off, allowlist) with code
   blocks highlighted;
-- an ``action_request`` and its ``action_response`` are one ``action`` entry: the function,
+- an ``action_request`` and its ``action_response`` are one ``action`` entry: the function
+  (and ``server``, the MCP server that ran it; ``approval``, when a decision was recorded),
   its arguments and its result (escaped, never rendered as HTML), with ``pending`` while no
   response exists and ``is_error`` when the tool failed. A response whose request is not on
   the branch is shown alone.
@@ -100,6 +101,7 @@ def message_entry(message: Any, index: int, response: Any = None) -> dict[str, A
         if response is not None:
             entry["response_id"] = str(response.id)
         entry["html"] = ""
+        _tool_origin(entry, message, response)
     elif kind == "action_response":
         entry["kind"] = "action"
         entry["function"] = message.function
@@ -108,6 +110,7 @@ def message_entry(message: Any, index: int, response: Any = None) -> dict[str, A
         entry["is_error"] = bool(message.is_error)
         entry["result"] = _pre(message.rendered)
         entry["html"] = ""
+        _tool_origin(entry, message, None)
     else:
         text = message.rendered or ""
         entry["html"] = _markdown(text) if text else ""
@@ -118,13 +121,27 @@ def message_entry(message: Any, index: int, response: Any = None) -> dict[str, A
     return entry
 
 
+def _tool_origin(entry: dict[str, Any], message: Any, response: Any) -> None:
+    """``server``: the MCP server that ran the call (empty for a notebook function);
+    ``approval``: how its approval went, when one was asked for."""
+    meta = {**(message.metadata or {}), **(getattr(response, "metadata", None) or {})}
+    entry["server"] = str(meta.get("mcp_server") or "")
+    entry["approval"] = str(meta.get("approval") or "")
+
+
+def tool_label(entry: dict[str, Any]) -> str:
+    """``server/function`` for an MCP tool, the function's name otherwise."""
+    server = entry.get("server")
+    return f"{server}/{entry['function']}" if server else entry["function"]
+
+
 def plain_text(entry: dict[str, Any], message: Any, response: Any = None) -> str:
     """One entry as readable text (for ``text/plain`` and the search box)."""
     if entry["kind"] == "action":
         answer = message if message.kind == "action_response" else response
         result = "(running)" if answer is None else _short(answer.rendered, 200)
         args = _short(json_text(message.arguments), 120)
-        return f"tool {entry['function']}({args}) → {result}"
+        return f"tool {tool_label(entry)}({args}) → {result}"
     return f"{entry['role']}: {message.rendered or ''}"
 
 

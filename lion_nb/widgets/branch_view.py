@@ -28,7 +28,7 @@ import anywidget
 import traitlets
 
 from ._base import STATIC, StaticFallback, call_safely, release, stylesheet
-from ._entries import EntryCache, plain_text
+from ._entries import EntryCache, plain_text, tool_label
 from ._throttle import Throttle
 
 __all__ = ["BranchView"]
@@ -233,8 +233,10 @@ def static_entry_html(entry: dict[str, Any]) -> str:
     role = escape(entry["role"])
     if entry["kind"] == "action":
         state = "running" if entry.get("pending") else "error" if entry.get("is_error") else "ok"
+        if entry.get("approval", "").startswith("denied"):
+            state = "denied"
         return (
-            f"<details><summary>🔧 <code>{escape(entry['function'])}</code> · {state}</summary>"
+            f"<details><summary>🔧 <code>{escape(tool_label(entry))}</code> · {state}</summary>"
             f"<div>arguments</div>{entry['arguments']}<div>result</div>{entry['result']}</details>"
         )
     return f"<div><p><strong>{role}</strong></p>{entry['html']}</div><hr>"

@@ -298,6 +298,10 @@ def _summary(signal: Any, kind: str) -> tuple[str, str, int]:
     if isinstance(signal, MessageAdded):
         message = signal.message
         name = _text(_attr(message, "kind")) or type(message).__name__
+        meta = _attr(message, "metadata")
+        server = meta.get("mcp_server") if isinstance(meta, dict) else None
+        if server:  # a call to (or result from) an MCP server's tool: say which server
+            name = f"{name} · {_text(server)}"
         return f"{name}:", _text(_attr(message, "rendered")), _PREVIEW
     if isinstance(signal, StructuredOutput):
         keys = _keys(signal.block if signal.block else signal.data)

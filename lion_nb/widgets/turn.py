@@ -12,6 +12,12 @@ Stop calls ``stop`` (given by whoever runs the turn): it cancels the turn, which
 an interrupt does -- what was received is kept, and the status says so ("stopped · incomplete
 answer kept on the branch") once the branch recorded it (ADR-0106).
 
+``ask`` is the turn's asker for tools whose policy is ``approve="ask"``
+(`lion_nb.protocols.approval`): the call (tool, server, arguments) is listed in ``asks`` with
+Approve / Deny / "approve for this tool from now on", and the turn awaits the click -- on the
+kernel's loop, which keeps serving the front end meanwhile. Stop (or the interrupt) cancels
+the wait, which denies the call.
+
 When the turn has finished, the streamed text is cleared: the answer is shown once, as its own
 output, by whoever ran the turn. The widget keeps its header (status, time, tokens) and the
 tool calls. Its static rendering is empty on purpose, at start and end alike: a saved notebook
@@ -91,6 +97,7 @@ class TurnWidget(anywidget.AnyWidget):
     steps = traitlets.List(traitlets.Dict()).tag(sync=True)
     text_html = traitlets.Unicode("").tag(sync=True)
     stoppable = traitlets.Bool(False).tag(sync=True)
+    asks = traitlets.List(traitlets.Dict()).tag(sync=True)  # calls waiting for approval
 
     def __init__(
         self,
@@ -113,6 +120,7 @@ class TurnWidget(anywidget.AnyWidget):
         self._t0 = 0.0
         self._spend = _Spend()
         self._throttle = Throttle(self._flush, max_rate)
+        self._waiting: dict[str, Any] = {}  # ask id -> future of the decision
         self.on_msg(self._on_front_end)
 
     # -- the turn's events -----------------------------------------------------------------------
@@ -188,6 +196,48 @@ class TurnWidget(anywidget.AnyWidget):
         self._spend.total = cost
         self.footer = self._spend.line()
 
+    # -- approval --------------------------------------------------------------------------------
+    async def ask(self, ask: Any) -> Any:
+        """Show ``ask`` (a `lion_nb.protocols.approval.Ask`) and wait for the decision:
+        ``True``, ``False`` or ``"always"``."""
+        import asyncio
+        import uuid
+
+        from ._entries import _pre, json_text
+
+        key = uuid.uuid4().hex[:12]
+        future = asyncio.get_running_loop().create_future()
+        self._waiting[key] = future
+        shown = {
+            "id": key,
+            "tool": ask.tool,
+            "server": ask.server or "",
+            "arguments": _pre(json_text(ask.arguments), 4_000),
+        }
+        with self.hold_sync():
+            self.asks = [*self.asks, shown]
+            self.status = "waiting for approval"
+        try:
+            return await future
+        finally:
+            self._waiting.pop(key, None)
+            with self.hold_sync():
+                self.asks = [a for a in self.asks if a["id"] != key]
+                if self.running and not self.asks:
+                    self.status = "running"
+
+    def answer(self, key: str, decision: str) -> bool:
+        """Decide a waiting call: ``"approve"``, ``"deny"`` or ``"always"`` (what the
+        buttons do). ``False`` when nothing waits under ``key``."""
+        from ..protocols.approval import ALWAYS
+
+        future = self._waiting.get(key)
+        if future is None or future.done():
+            return False
+        value = {"approve": True, "deny": False, "always": ALWAYS}.get(decision, False)
+        future.get_loop().call_soon_threadsafe(_settle, future, value)
+        return True
+
     # -- internals -------------------------------------------------------------------------------
     def _end(self, status: str) -> None:
         with self.hold_sync():
@@ -199,6 +249,8 @@ class TurnWidget(anywidget.AnyWidget):
     def _on_front_end(self, _widget: Any, content: Any, _buffers: Any) -> None:
         if isinstance(content, dict) and content.get("type") == "stop":
             self.stop()
+        elif isinstance(content, dict) and content.get("type") == "approval":
+            self.answer(str(content.get("id")), str(content.get("decision")))
 
     def _flush(self) -> None:
         from ..models.clean import clean_text
@@ -233,3 +285,8 @@ class TurnWidget(anywidget.AnyWidget):
 
     def __repr__(self) -> str:
         return f"TurnWidget({self.head!r}, {self.status or 'new'})"
+
+
+def _settle(future: Any, value: Any) -> None:
+    if not future.done():
+        future.set_result(value)

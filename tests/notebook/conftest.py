@@ -22,3 +22,6 @@ def ip():
     shell.run_line_magic("unload_ext", "lion_nb")
     shell.config.pop("LionMagics", None)
     reset_notebook_state()
+
+
+from tests.fakes.mcp_fixtures import mcp_http, mcp_log  # noqa: E402,F401  (the MCP tests)

@@ -56,3 +56,7 @@ class WidgetView(TurnView):
 
     def fail(self, error: BaseException, *, interrupted: bool = False) -> None:
         self.widget.fail(error, interrupted=interrupted)
+
+    async def ask(self, ask: Any) -> Any:
+        """Approve / Deny in the widget (``approve="ask"``)."""
+        return await self.widget.ask(ask)

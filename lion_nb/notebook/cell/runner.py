@@ -56,8 +56,9 @@ __all__ = [
     "running_wakers",
 ]
 
-#: ``%lion`` subcommands that call a model, and so are awaited when alone on a line
-ASYNC_SUBCOMMANDS = frozenset({"ask", "explain"})
+#: ``%lion`` subcommands that call a model (or connect a server), and so are awaited when
+#: alone on a line
+ASYNC_SUBCOMMANDS = frozenset({"ask", "explain", "mcp"})
 _MODULE = __name__
 _INTERRUPTED = "the run was interrupted; the messages received so far are kept on the branch."
 _DRAIN_SECONDS = 5.0

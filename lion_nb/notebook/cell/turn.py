@@ -142,7 +142,8 @@ def plan_turn(magics: Any, opts: TurnOptions, text: str) -> TurnPlan:
     state, ns = magics.state, magics.shell.user_ns
     session = state.session
     rf = resolve_response_format(opts.response_format, ns) if opts.response_format else None
-    tools = resolve_tools(opts.tools, ns)
+    servers = [n for n in opts.tools if n in state.mcp]  # `-t NAME` of an MCP server
+    tools = resolve_tools([n for n in opts.tools if n not in servers], ns)
     model = None
     name = opts.branch
     branch = state.branch(name)  # None: the active one
@@ -155,6 +156,10 @@ def plan_turn(magics: Any, opts: TurnOptions, text: str) -> TurnPlan:
     elif opts.model:
         model = model_for(magics, opts.model, branch)
     cell = cells.current_cell(magics.shell, state.hooked_cell_id)
+    if servers:
+        from ..state.mcp import mcp_tools_for
+
+        tools += [t for n in servers for t in mcp_tools_for(magics, branch, n) or ()]
     policy = opts.policy or magics.rerun
     try:
         busy = state.busy(branch)
@@ -317,7 +322,9 @@ def _tools_for_turn(branch: Any, funcs: list[Any]) -> Iterator[None]:
         yield
     finally:
         for name, tool in list(acts.registry.items()):
-            if saved.get(name) is tool or not any(tool.func_callable is f for f in funcs):
+            if saved.get(name) is tool or not any(
+                tool is f or tool.func_callable is f for f in funcs
+            ):
                 continue
             if name in saved:
                 acts.register_tool(saved[name], update=True)
@@ -410,11 +417,14 @@ async def execute(plan: TurnPlan, view: Any, session: Any) -> Any:
     before = set(branch.messages.keys())
     subscription = branch.observe(MessageAdded, on_message)
     try:
+        from ...protocols.approval import asking, current_asker
+
         with (
             streaming_to(view.text),
             _model_for_turn(branch, plan.model),
             _tools_for_turn(branch, plan.tools),
             budget_scope(_cell_budget(plan.options.budget), "cell"),
+            asking(getattr(view, "ask", None) or current_asker()),  # approve="ask"
         ):
             result = await _call(plan, view, session)
     except BaseException as exc:

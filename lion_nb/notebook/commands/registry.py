@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import difflib
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -131,7 +132,10 @@ def dispatch(magics: Any, line: str, *, assigned: bool = True) -> Any:
         return None
     if name == "explain":
         return cmd.func(magics, args, assigned=assigned)
-    return cmd.func(magics, args)
+    result = cmd.func(magics, args)
+    if inspect.iscoroutine(result):  # `%lion mcp`, not awaited by the cell
+        return run_sync(result)
+    return result
 
 
 async def dispatch_async(magics: Any, line: str, *, assigned: bool = True) -> Any:

@@ -61,6 +61,8 @@ def reset_notebook_state() -> NotebookState:
     if _state is not None:
         for handle in list(_state.runs.values()):
             handle.cancel()
+        for server in _state.mcp.values():  # `%lion mcp add` servers: stopped at once
+            server.kill_now()
     _state = NotebookState()
     return _state
 
@@ -92,6 +94,7 @@ class NotebookState:
         self.models: dict[tuple[str, str], Any] = {}
         self.hooked_cell_id: str | None = None
         self.foreground_stop: Callable[[], bool] | None = None
+        self.mcp: dict[str, Any] = {}  # `%lion mcp add` servers by name
         self._subscription: Any = None
 
     # -- the session -----------------------------------------------------------------------

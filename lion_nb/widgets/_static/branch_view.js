@@ -89,7 +89,8 @@ function drawEntry(model, entry, open) {
     const state = entry.pending ? "running…" : entry.is_error ? "error" : "done";
     const summary = el("summary");
     summary.dataset.control = "tool";
-    summary.append(el("span", "lnb-role", "tool"), el("code", "lnb-fn", entry.function),
+    const fn = entry.server ? `${entry.server}/${entry.function}` : entry.function;
+    summary.append(el("span", "lnb-role", "tool"), el("code", "lnb-fn", fn),
       el("span", `lnb-tool-state lnb-tool-${entry.pending ? "pending" : entry.is_error ? "error" : "ok"}`, state));
     box.append(summary);
     const args = el("div", "lnb-tool-part");

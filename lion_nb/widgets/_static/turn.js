@@ -15,7 +15,7 @@ function drawStep(step) {
   const box = el("details", "lnb-tool lnb-step");
   const state = step.pending ? "running…" : step.is_error ? "error" : "done";
   const summary = el("summary");
-  summary.append(el("span", "lnb-role", "tool"), el("code", "lnb-fn", step.function),
+  summary.append(el("span", "lnb-role", "tool"), el("code", "lnb-fn", step.server ? `${step.server}/${step.function}` : step.function),
     el("span", `lnb-tool-state lnb-tool-${step.pending ? "pending" : step.is_error ? "error" : "ok"}`, state));
   const args = el("div");
   args.innerHTML = step.arguments;
@@ -23,6 +23,27 @@ function drawStep(step) {
   result.innerHTML = step.result;
   box.append(summary, el("div", "lnb-tool-label", "arguments"), args,
     el("div", "lnb-tool-label", "result"), result);
+  return box;
+}
+
+function drawAsk(ask, model) {
+  // a tool call waiting for approval (approve="ask"): Approve / Deny / always for this tool
+  const box = el("div", "lnb-ask");
+  const where = ask.server ? `${ask.server}/${ask.tool}` : ask.tool;
+  box.append(el("span", "lnb-role", "approve?"), el("code", "lnb-fn", where));
+  const args = el("div");
+  args.innerHTML = ask.arguments;
+  const buttons = el("div", "lnb-ask-buttons");
+  for (const [decision, label] of [["approve", "Approve"], ["deny", "Deny"],
+    ["always", "Approve for this tool from now on"]]) {
+    const button = el("button", `lnb-ask-${decision}`, label);
+    button.addEventListener("click", () => {
+      for (const b of buttons.children) b.disabled = true;
+      model.send({ type: "approval", id: ask.id, decision });
+    });
+    buttons.append(button);
+  }
+  box.append(args, buttons);
   return box;
 }
 
@@ -43,6 +64,7 @@ function render({ model, el: root }) {
   head.append(label, status, clock, tokens, stop);
   const note = el("div", "lnb-turn-note");
   const steps = el("div", "lnb-steps");
+  const asks = el("div", "lnb-asks");
   const text = el("div", "lnb-turn-text");
   text.setAttribute("aria-live", "polite");
   text.setAttribute("aria-label", "answer being written");
@@ -50,7 +72,7 @@ function render({ model, el: root }) {
   live.setAttribute("role", "status");
   live.setAttribute("aria-live", "polite");
   live.setAttribute("aria-atomic", "true");
-  box.append(head, note, steps, text, live);
+  box.append(head, note, steps, asks, text, live);
   box.tabIndex = -1;
   box.setAttribute("role", "group");
   root.append(box);
@@ -112,6 +134,9 @@ function render({ model, el: root }) {
   function drawSteps() {
     steps.replaceChildren(...model.get("steps").map(drawStep));
   }
+  function drawAsks() {
+    asks.replaceChildren(...model.get("asks").map((ask) => drawAsk(ask, model)));
+  }
   function drawText() {
     text.innerHTML = model.get("text_html");
     text.hidden = !model.get("text_html");
@@ -119,14 +144,17 @@ function render({ model, el: root }) {
   const names = ["head", "status", "running", "stoppable", "tokens", "elapsed", "note"];
   for (const name of names) model.on(`change:${name}`, drawHead);
   model.on("change:steps", drawSteps);
+  model.on("change:asks", drawAsks);
   model.on("change:text_html", drawText);
   drawHead();
   drawSteps();
+  drawAsks();
   drawText();
   return () => {
     if (timer !== null) clearInterval(timer);
     for (const name of names) model.off(`change:${name}`, drawHead);
     model.off("change:steps", drawSteps);
+    model.off("change:asks", drawAsks);
     model.off("change:text_html", drawText);
   };
 }

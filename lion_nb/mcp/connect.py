@@ -1,0 +1,105 @@
+"""Connecting MCP servers to branches and sessions, and removing them.
+
+- ``await branch.connect_mcp(name, command=[...] | url=..., approve=...)`` starts the server
+  (once), lists its tools and registers them on the branch; the branch owns the server and
+  stops it on `remove_mcp` and `aclose`.
+- ``await session.connect_mcp(...)`` does the same for every branch of the session, now and
+  later included (a removed branch loses the tools); the session owns the server.
+- Connecting a name again replaces the server of that name (re-running a cell is safe).
+
+The tools are not serialized with the branch (tools never are): a branch loaded from a
+store connects its servers again.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import ItemNotFoundError
+from .server import MCPServer
+from .tools import MCPTool, tool_name_for
+
+__all__ = ["attach_tools", "connect", "detach_tools", "disconnect", "servers_of"]
+
+
+def servers_of(owner: Any) -> dict[str, MCPServer]:
+    return owner._mcp_servers
+
+
+def attach_tools(branch: Any, server: MCPServer, approve: Any) -> list[str]:
+    """Register the server's tools on ``branch``; the names used."""
+    registry = branch.acts.registry
+    taken = {n for n, t in registry.items() if getattr(t, "server", None) is not server}
+    built = []
+    for definition in server.tools:
+        name = tool_name_for(server.name, definition.name, taken)
+        taken.add(name)
+        built.append(MCPTool(server, definition, name, approve))
+    branch.acts.register_tools(built, update=True)
+    return [t.name for t in built]
+
+
+def detach_tools(branch: Any, server: MCPServer) -> None:
+    registry = branch.acts.registry
+    for name in [n for n, t in registry.items() if getattr(t, "server", None) is server]:
+        del registry[name]
+
+
+async def connect(
+    owner: Any,
+    name: str,
+    *,
+    command: list[str] | None = None,
+    url: str | None = None,
+    env: dict[str, str] | None = None,
+    headers: dict[str, str] | None = None,
+    cwd: str | None = None,
+    approve: Any = None,
+    timeout: float = 30.0,
+) -> MCPServer:
+    """Start the server and give its tools to ``owner`` (a Branch, or every branch of a
+    Session). See the module docstring."""
+    from ..protocols.approval import check_policy
+
+    check_policy(approve)
+    server = MCPServer(
+        name, command=command, url=url, env=env, headers=headers, cwd=cwd, timeout=timeout
+    )
+    await server.start()
+    servers = servers_of(owner)
+    if name in servers:
+        await disconnect(owner, name)
+    server.approve = approve  # type: ignore[attr-defined] - given to branches included later
+    servers[name] = server
+    for branch in _branches(owner):
+        attach_tools(branch, server, approve)
+    return server
+
+
+async def disconnect(owner: Any, name: str) -> MCPServer:
+    """Remove the server's tools from the owner's branches and stop it."""
+    servers = servers_of(owner)
+    if name not in servers:
+        known = ", ".join(f"`{n}`" for n in servers) or "none"
+        raise ItemNotFoundError(f"No MCP server `{name}` is connected (connected: {known}).")
+    server = servers.pop(name)
+    for branch in _branches(owner):
+        detach_tools(branch, server)
+    await server.aclose()
+    return server
+
+
+async def disconnect_all(owner: Any) -> None:
+    for name in list(servers_of(owner)):
+        await disconnect(owner, name)
+
+
+def kill_all(owner: Any) -> None:
+    """Stop every stdio server of ``owner`` at once (a close from a running loop)."""
+    for server in servers_of(owner).values():
+        server.kill_now()
+
+
+def _branches(owner: Any) -> list[Any]:
+    branches = getattr(owner, "_branches", None)
+    return list(branches) if branches is not None else [owner]

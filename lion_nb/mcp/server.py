@@ -1,0 +1,430 @@
+"""`MCPServer`: one MCP server a branch or a session uses, and its connection's lifecycle.
+
+The connection is the official SDK's (``mcp.ClientSession`` over ``stdio_client`` or
+``streamable_http_client``); nothing here speaks the protocol. What this module adds:
+
+- **One owner task.** The SDK's transports are async context managers whose task groups
+  must be entered and left in one task, while a notebook uses the connection from many
+  cells (many tasks). So `start` spawns a task on the running loop that enters the
+  transport and the session, reports ready, and holds them until `aclose` asks it to leave.
+  Calls from any task go through the session's streams.
+- **Started once, reused.** A stdio server is one child process for every call; it runs in
+  its own session (process group), and is stopped with that group: on `aclose` (the SDK
+  closes stdin, waits, then SIGTERMs and SIGKILLs the group), and -- as a last resort -- at
+  interpreter exit (kernel shutdown): its group is in `LIVE_GROUPS` like a CLI run's.
+- **Failures are tool errors.** A server that exits mid-call, or does not answer within
+  ``timeout`` seconds, makes the call raise `MCPError`; the connection is marked broken and
+  stopped. The next call restarts it once: if that restart fails, or the restarted server
+  fails again before any call succeeded, the server is ``failed`` and calls say so until it
+  is connected again. A malformed answer is an error of that call only.
+- **Loops.** The connection belongs to the loop that started it; used from another loop
+  (two ``anyio.run`` calls) it is started afresh there.
+- **Secrets.** ``headers`` (authentication) are kept private: never in the repr, `describe`,
+  errors or logs; error texts pass through `redact`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import sys
+import tempfile
+from typing import Any
+
+import anyio
+
+from ..errors import MCPError
+from ..models.secrets import redact
+
+__all__ = ["MCPError", "MCPServer"]
+
+_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
+_STDERR_TAIL = 2000
+
+
+def check_name(name: Any) -> str:
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ValueError(
+            f"`{name}` is not a valid MCP server name: a letter, then letters, digits, `_` "
+            "or `-`, at most 32."
+        )
+    return name
+
+
+class MCPServer:
+    """How to reach one MCP server, what it offers, and its connection (see the module
+    docstring). Built by ``connect_mcp``; ``await server.start()`` connects it."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        command: list[str] | None = None,
+        url: str | None = None,
+        env: dict[str, str] | None = None,
+        headers: dict[str, str] | None = None,
+        cwd: str | None = None,
+        timeout: float = 30.0,
+        connect_timeout: float = 30.0,
+    ):
+        self.name = check_name(name)
+        if (command is None) == (url is None):
+            raise ValueError(
+                f"MCP server `{name}`: give either `command=[...]` (a stdio server) or "
+                "`url=...` (a streamable-HTTP server)."
+            )
+        if command is not None:
+            if (
+                isinstance(command, str)
+                or not command
+                or not all(isinstance(p, str) for p in command)
+            ):
+                raise ValueError(
+                    f"MCP server `{name}`: `command` is a list of strings, e.g. "
+                    '`["python", "server.py"]`.'
+                )
+            command = list(command)
+        if url is not None and not re.match(r"^https?://", str(url)):
+            raise ValueError(f"MCP server `{name}`: `url` starts with http:// or https://.")
+        self.command = command
+        self.url = url
+        self.env = dict(env) if env else None
+        self.cwd = cwd
+        self.timeout = float(timeout)
+        self.connect_timeout = float(connect_timeout)
+        self._headers = dict(headers) if headers else None
+        self.status = "new"  # new, connected, broken, failed, closed
+        self.tools: list[Any] = []  # the SDK's tool definitions
+        self.last_error: str | None = None
+        self.calls = 0
+        self._session: Any = None
+        self._owner: asyncio.Task | None = None
+        self._stop: asyncio.Event | None = None
+        self._loop: Any = None
+        self._pgid: int | None = None
+        self._errlog: Any = None
+        self._restarted = False  # a restart since the last call that succeeded
+        self._lock: anyio.Lock | None = None  # one (re)start at a time, on self._lock_loop
+        self._lock_loop: Any = None
+
+    # -- description -----------------------------------------------------------------------------
+    @property
+    def transport(self) -> str:
+        return "stdio" if self.command is not None else "http"
+
+    @property
+    def target(self) -> str:
+        """What the server runs as: its command line or its URL (no headers)."""
+        return " ".join(self.command) if self.command else str(self.url)
+
+    @property
+    def tool_names(self) -> list[str]:
+        return [t.name for t in self.tools]
+
+    def describe(self) -> dict[str, Any]:
+        """Name, transport, target, status and tools: what ``%lion mcp list`` shows."""
+        return {
+            "name": self.name,
+            "transport": self.transport,
+            "target": self.target,
+            "status": self.status,
+            "tools": self.tool_names,
+            "calls": self.calls,
+            "last_error": self.last_error,
+        }
+
+    def __repr__(self) -> str:
+        return f"MCPServer({self.name!r}, {self.transport}, {self.status}, tools={len(self.tools)})"
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    async def start(self) -> MCPServer:
+        """Connect (start the process for stdio), initialize and list the tools."""
+        loop = asyncio.get_running_loop()
+        if self._session is not None and self._loop is loop and self.status == "connected":
+            return self
+        await self._shutdown()
+        self._loop = loop
+        ready: asyncio.Future = loop.create_future()
+        self._stop = asyncio.Event()
+        self._owner = loop.create_task(self._own(ready), name=f"lion-mcp-{self.name}")
+        try:
+            await ready
+        except BaseException:
+            await self._shutdown()
+            raise
+        self.status = "connected"
+        self.last_error = None
+        return self
+
+    async def _own(self, ready: asyncio.Future) -> None:
+        """The owner task: hold the transport and the session until asked to stop."""
+        from mcp import ClientSession
+
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                try:
+                    # the contexts start task groups: enter them outside any cancel scope
+                    read, write = await stack.enter_async_context(self._transport())
+                    session = await stack.enter_async_context(ClientSession(read, write))
+                    with anyio.fail_after(self.connect_timeout):
+                        await session.initialize()
+                        self.tools = list((await session.list_tools()).tools)
+                    if self.command is not None:
+                        await self._register_group()
+                except BaseException as exc:
+                    if not ready.done():
+                        ready.set_exception(self._start_error(exc))
+                    if isinstance(exc, Exception):
+                        return
+                    raise
+                self._session = session
+                ready.set_result(None)
+                assert self._stop is not None
+                await self._stop.wait()
+        except Exception:  # leaving a dead transport: nothing more to report
+            pass
+        finally:
+            self._session = None
+            self._forget_group()
+
+    def _transport(self) -> Any:
+        if self.command is not None:
+            from mcp.client.stdio import StdioServerParameters, stdio_client
+
+            self._errlog = tempfile.TemporaryFile(  # noqa: SIM115 - closed with the connection
+                "w+", encoding="utf-8", errors="replace"
+            )
+            params = StdioServerParameters(
+                command=self.command[0], args=self.command[1:], env=self.env, cwd=self.cwd
+            )
+            return stdio_client(params, errlog=self._errlog)
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared._httpx_utils import create_mcp_http_client
+
+        client = create_mcp_http_client(headers=self._headers)
+        return _with_client(client, streamable_http_client(self.url, http_client=client))
+
+    def _start_error(self, exc: BaseException) -> BaseException:
+        if not isinstance(exc, Exception):
+            return exc
+        what = f"`{self.target}`"
+        if isinstance(exc, TimeoutError):
+            why = f"it did not answer within {self.connect_timeout:g} s"
+        elif isinstance(exc, (FileNotFoundError, PermissionError)):
+            why = f"the command cannot be run ({type(exc).__name__}: {exc.strerror or exc})"
+        else:
+            why = f"{type(exc).__name__}: {_leaf(exc)}"
+        tail = self._stderr_tail()
+        said = f" Its stderr: {tail}" if tail else ""
+        fix = "check the command" if self.command else "check the URL and headers"
+        return MCPError(
+            redact(f"MCP server `{self.name}` ({what}) did not start: {why}.{said} Fix: {fix}.")
+        )
+
+    def _stderr_tail(self) -> str:
+        if self._errlog is None:
+            return ""
+        try:
+            self._errlog.flush()
+            self._errlog.seek(0)
+            text = self._errlog.read()[-_STDERR_TAIL:].strip()
+        except (OSError, ValueError):
+            return ""
+        return " ".join(text.split())[-300:]
+
+    async def _register_group(self) -> None:
+        """Find the server's pid (the child whose stderr is our log file) so its process
+        group can be killed at interpreter exit even if the loop is gone by then."""
+        from ..models.endpoints._process import LIVE_GROUPS
+
+        pid = await anyio.to_thread.run_sync(_child_writing_to, self._errlog.fileno())
+        if pid is not None:
+            self._pgid = pid
+            LIVE_GROUPS.add(pid)
+
+    def _forget_group(self) -> None:
+        from ..models.endpoints._process import LIVE_GROUPS
+
+        if self._pgid is not None:
+            LIVE_GROUPS.discard(self._pgid)
+            self._pgid = None
+        if self._errlog is not None:
+            with contextlib.suppress(OSError):
+                self._errlog.close()
+            self._errlog = None
+
+    async def _shutdown(self) -> None:
+        """Stop the owner task (and with it the process) and wait until it has gone."""
+        owner, self._owner = self._owner, None
+        if owner is None:
+            return
+        if self._stop is not None:
+            self._stop.set()
+        if owner.get_loop() is not asyncio.get_running_loop():
+            self.kill_now()  # its loop is gone or elsewhere: the group is all we can reach
+            self._session = None
+            return
+        with anyio.CancelScope(shield=True):
+            with anyio.move_on_after(10):
+                await asyncio.wait({owner})
+            if not owner.done():
+                owner.cancel()
+                await asyncio.wait({owner})
+
+    async def aclose(self) -> None:
+        """Stop the server (its process group, for stdio). It can be started again."""
+        await self._shutdown()
+        self.status = "closed"
+
+    def kill_now(self) -> None:
+        """SIGKILL a stdio server's process group at once (synchronous: a close from a
+        running loop, interpreter exit)."""
+        from ..models.endpoints._process import kill_group
+
+        if self._pgid is not None:
+            kill_group(self._pgid)
+        self._forget_group()
+
+    # -- calls -----------------------------------------------------------------------------------
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
+        """Call one of the server's tools; the SDK's result. `MCPError` for any failure."""
+        session = await self._ready()
+        try:
+            result = await session.call_tool(name, arguments, read_timeout_seconds=self.timeout)
+        except Exception as exc:
+            raise await self._failed(exc, f"the call to `{name}`") from None
+        self.calls += 1
+        self._restarted = False
+        return result
+
+    async def list_resources(self) -> list[Any]:
+        session = await self._ready()
+        return list((await self._guard(session.list_resources(), "listing resources")).resources)
+
+    async def read_resource(self, uri: str) -> Any:
+        session = await self._ready()
+        return await self._guard(session.read_resource(uri), f"reading `{uri}`")
+
+    async def list_prompts(self) -> list[Any]:
+        session = await self._ready()
+        return list((await self._guard(session.list_prompts(), "listing prompts")).prompts)
+
+    async def get_prompt(self, name: str, arguments: dict[str, str] | None = None) -> Any:
+        session = await self._ready()
+        return await self._guard(session.get_prompt(name, arguments or {}), f"prompt `{name}`")
+
+    async def read_text(self, uri: str) -> str:
+        """A resource's text contents, joined: ready to pass as ``context=``."""
+        result = await self.read_resource(uri)
+        return "\n".join(
+            getattr(c, "text", None) or f"[{getattr(c, 'mime_type', None) or 'binary'} {c.uri}]"
+            for c in result.contents
+        )
+
+    async def prompt_text(self, name: str, arguments: dict[str, str] | None = None) -> str:
+        """A prompt's messages as text (``role: text`` lines when there are several)."""
+        result = await self.get_prompt(name, arguments)
+        texts = [
+            (m.role, getattr(m.content, "text", None) or f"[{m.content.type}]")
+            for m in result.messages
+        ]
+        if len(texts) == 1:
+            return texts[0][1]
+        return "\n\n".join(f"{role}: {text}" for role, text in texts)
+
+    async def _guard(self, awaitable: Any, what: str) -> Any:
+        try:
+            with anyio.fail_after(self.timeout):
+                return await awaitable
+        except Exception as exc:
+            raise await self._failed(exc, what) from None
+
+    async def _ready(self) -> Any:
+        """The live session: (re)started when needed, within the restart rule."""
+        if self.status == "closed":
+            raise MCPError(
+                f"MCP server `{self.name}` was removed; connect it again with `connect_mcp`."
+            )
+        if self.status == "failed":
+            raise MCPError(
+                f"MCP server `{self.name}` failed and was not restarted ({self.last_error}); "
+                "connect it again with `connect_mcp` (or `%lion mcp add`)."
+            )
+        loop = asyncio.get_running_loop()
+        if self._session is not None and self.status == "connected" and self._loop is loop:
+            return self._session
+        if self._lock is None or self._lock_loop is not loop:
+            self._lock, self._lock_loop = anyio.Lock(), loop
+        async with self._lock:
+            if self._session is not None and self.status == "connected" and self._loop is loop:
+                return self._session  # another task (re)started it meanwhile
+            if self.status == "broken":
+                if self._restarted:
+                    self.status = "failed"
+                    raise MCPError(
+                        f"MCP server `{self.name}` failed again after a restart "
+                        f"({self.last_error}); connect it again with `connect_mcp`."
+                    )
+                self._restarted = True
+            try:
+                await self.start()
+            except MCPError as exc:
+                self.status, self.last_error = "failed", str(exc)
+                raise
+        return self._session
+
+    async def _failed(self, exc: Exception, what: str) -> MCPError:
+        """Turn a failure into an `MCPError`; a dead or hung server is stopped (restarted
+        at the next call)."""
+        text = _leaf(exc)
+        malformed = type(exc).__name__ == "ValidationError"
+        if malformed:
+            message = f"MCP server `{self.name}` answered {what} with a malformed result"
+        elif "timed out" in text.lower() or isinstance(exc, TimeoutError):
+            message = f"MCP server `{self.name}` did not answer {what} within {self.timeout:g} s"
+        else:
+            message = f"MCP server `{self.name}` failed during {what}: {text}"
+        if not malformed:
+            self.status = "broken"
+            await self._shutdown()
+            message += "; it is stopped and will be restarted at the next call"
+        self.last_error = redact(message)
+        return MCPError(self.last_error + ".")
+
+
+@contextlib.asynccontextmanager
+async def _with_client(client: Any, transport: Any) -> Any:
+    async with client, transport as streams:
+        yield streams
+
+
+def _leaf(exc: BaseException) -> str:
+    """The innermost message of an exception group (anyio wraps transport failures)."""
+    while getattr(exc, "exceptions", None):  # an exception group
+        exc = exc.exceptions[0]  # type: ignore[attr-defined]
+    text = str(exc) or type(exc).__name__
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def _child_writing_to(fd: int) -> int | None:
+    """The pid of this process's child whose stderr is the file open at ``fd``."""
+    if not os.path.isdir("/proc") or sys.platform == "win32":
+        return None
+    target = os.fstat(fd)
+    me = str(os.getpid())
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as f:
+                stat = f.read()
+            if stat[stat.rfind(")") + 2 :].split()[1] != me:
+                continue
+            found = os.stat(f"/proc/{entry}/fd/2")
+        except (OSError, IndexError):
+            continue
+        if (found.st_ino, found.st_dev) == (target.st_ino, target.st_dev):
+            return int(entry)
+    return None

@@ -1,0 +1,142 @@
+"""``%lion mcp``: connect MCP servers to the notebook, list them, remove them.
+
+``%lion mcp add NAME -- CMD ARGS...`` starts a stdio server (once: later turns reuse it);
+``%lion mcp add NAME --url URL`` connects a streamable-HTTP one, with ``--header-env
+HEADER=VAR`` reading a header's value (a token) from an environment variable, so the secret
+never sits in the notebook. ``--approve ask`` makes each call wait for Approve / Deny in the
+turn view. A server added here is the notebook's: its tools are offered to a turn by naming
+it, ``%%lion -t NAME`` (a connected server's name is looked up before notebook functions).
+``%lion mcp list`` shows servers, status and tools; ``%lion mcp remove NAME`` stops one.
+Adding a name again replaces that server (re-running the cell is safe). ``{expr}`` and
+``$name`` in the command and the URL are expanded from the notebook's namespace, as in any
+line magic.
+
+The line is awaited on the kernel's loop (like ``%lion ask``), where the server's connection
+then lives; from synchronous code it is connected on a helper loop and started afresh on the
+kernel's loop at its first call.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from IPython.core.error import UsageError
+
+from ..cell.render import Table
+from .registry import arg, awaited, command
+
+__all__: list[str] = []
+
+_APPROVE = {"true": True, "false": False, "ask": "ask"}
+
+
+@command(
+    "mcp",
+    "Connect MCP servers (their tools: `%%lion -t NAME`), list them, remove them.",
+    arg("action", choices=("add", "list", "remove"), help="what to do"),
+    arg("name", nargs="?", help="the server's name (add, remove)"),
+    arg("--url", help="a streamable-HTTP server's URL (instead of `-- CMD ARGS`)"),
+    arg(
+        "--header-env",
+        action="append",
+        metavar="HEADER=VAR",
+        help="send HEADER with the value of environment variable VAR (e.g. a token); repeatable",
+    ),
+    arg("--approve", choices=tuple(_APPROVE), help="approval of its calls (default: true)"),
+    arg("--timeout", type=float, default=30.0, help="seconds a call may take (default 30)"),
+    arg("command", nargs="*", help="-- CMD ARGS: the stdio server to start"),
+)
+async def _mcp(magics: Any, args: Any) -> Any:
+    servers = magics.state.mcp
+    if args.action == "list":
+        return _listing(servers)
+    if not args.name:
+        raise UsageError(f"`%lion mcp {args.action}` needs the server's NAME.")
+    if args.action == "remove":
+        server = servers.pop(args.name, None)
+        if server is None:
+            raise UsageError(_unknown(args.name, servers))
+        await server.aclose()
+        print(f"MCP server `{args.name}` stopped and removed.")
+        return None
+    return await _add(magics, args, servers)
+
+
+@awaited("mcp")
+async def _mcp_awaited(magics: Any, args: Any, *, assigned: bool = True) -> Any:
+    """An awaited ``%lion mcp`` line: the connection then lives on the kernel's loop."""
+    return await _mcp(magics, args)
+
+
+async def _add(magics: Any, args: Any, servers: dict[str, Any]) -> Any:
+    from ...errors import MCPError
+    from ...mcp.server import MCPServer
+
+    expand = magics.shell.var_expand  # `{python}`, `$TOKEN_FILE`: as in any line magic
+    command = [expand(w) for w in args.command if w != "--"] if args.command else None
+    if args.url:
+        args.url = expand(args.url)
+    if bool(command) == bool(args.url):
+        raise UsageError(
+            f"`%lion mcp add {args.name}` needs a server: `-- CMD ARGS` (stdio) or "
+            "`--url URL` (streamable HTTP), not both."
+        )
+    headers = _headers(args.header_env or [], args.name)
+    try:
+        server = MCPServer(
+            args.name, command=command, url=args.url, headers=headers, timeout=args.timeout
+        )
+    except ValueError as exc:
+        raise UsageError(f"`%lion mcp add`: {exc}") from None
+    server.approve = _APPROVE.get(args.approve) if args.approve else None  # type: ignore[attr-defined]
+    try:
+        await server.start()
+    except MCPError as exc:
+        raise UsageError(" ".join(str(exc).split())) from None
+    old = servers.pop(args.name, None)
+    if old is not None:
+        await old.aclose()
+    servers[args.name] = server
+    return _listing({args.name: server})
+
+
+def _headers(pairs: list[str], name: str) -> dict[str, str] | None:
+    headers = {}
+    for pair in pairs:
+        header, _, var = pair.partition("=")
+        if not header or not var:
+            raise UsageError(
+                f"`--header-env {pair}`: write HEADER=VAR, e.g. `--header-env "
+                "Authorization=MY_TOKEN_VAR` (the variable holds `Bearer ...`)."
+            )
+        value = os.environ.get(var)
+        if value is None:
+            raise UsageError(
+                f"`%lion mcp add {name}`: environment variable `{var}` (for header `{header}`) "
+                "is not set. Set it before starting the kernel, or with `%env`."
+            )
+        headers[header] = value
+    return headers or None
+
+
+def _listing(servers: dict[str, Any]) -> Table:
+    rows = [
+        {
+            "server": s.name,
+            "status": s.status,
+            "transport": s.transport,
+            "target": s.target,
+            "tools": ", ".join(s.tool_names),
+        }
+        for s in servers.values()
+    ]
+    return Table(["server", "status", "transport", "target", "tools"], rows, title="MCP servers")
+
+
+def _unknown(name: str, servers: dict[str, Any]) -> str:
+    known = ", ".join(f"`{n}`" for n in servers) or "none"
+    return (
+        f"`%lion mcp`: no MCP server named `{name}` (connected: {known}). Add it with "
+        f"`%lion mcp add {name} -- CMD ARGS` or `--url URL`."
+    )

@@ -1,0 +1,133 @@
+"""Approval of tool calls: who says a call may run, before it runs.
+
+A policy is one of:
+
+- ``True`` (or ``None``, "not set"): the call runs;
+- ``False``: the call is always denied;
+- a callable ``(tool_name, arguments) -> bool``, sync or async: its answer decides; an
+  exception inside it denies the call (approval fails closed);
+- ``"ask"``: a person decides. The asker in effect (`asking`) is called with an `Ask`; in a
+  notebook the turn view shows Approve / Deny / "approve for this tool from now on". With no
+  asker (a script), nobody can be asked, and the call is denied with that reason.
+
+The policy is looked up on the tool first (``Tool(..., approve=)``, or ``connect_mcp(...,
+approve=)`` for a server's tools), then on the branch (``Branch(approve=)``, the default for
+its tools). "Approve from now on" sets the tool's own policy to ``True``.
+
+A denied call never runs: `ActionManager.invoke` records a response whose output tells the
+model the call was denied (``metadata["approval"]`` says by whom). Cancelling the turn while a
+person is being asked (the kernel interrupt, Stop) propagates like any cancellation; `act`
+records that call as denied.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import inspect
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["ALWAYS", "Ask", "Decision", "asking", "check_policy", "decide", "denial_output"]
+
+logger = logging.getLogger("lion_nb.approval")
+
+#: what an asker returns for "approve for this tool from now on"
+ALWAYS = "always"
+
+Asker = Callable[["Ask"], Awaitable[Any]]
+_ASKER: contextvars.ContextVar[Asker | None] = contextvars.ContextVar("lion_nb_asker", default=None)
+
+
+@dataclass
+class Ask:
+    """One call waiting for a person: what to show, and the tool it is for."""
+
+    tool: str
+    arguments: dict[str, Any]
+    server: str | None = None
+    call_id: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Decision:
+    allowed: bool
+    by: str  # "policy", "callable", "user", "nobody"
+    reason: str = ""
+
+
+def check_policy(value: Any, where: str = "approve") -> Any:
+    """``value`` if it is a valid policy; a `TypeError` naming ``where`` and the forms if not."""
+    if value is None or isinstance(value, bool) or value == "ask" or callable(value):
+        return value
+    raise TypeError(
+        f'`{where}={value!r}` is not an approval policy: pass True, False, "ask" or a '
+        "callable `(tool_name, arguments) -> bool`."
+    )
+
+
+class asking:
+    """Within this block (this task and the tasks it starts), ``"ask"`` calls ``asker``."""
+
+    __slots__ = ("_asker", "_token")
+
+    def __init__(self, asker: Asker | None):
+        self._asker = asker
+
+    def __enter__(self) -> asking:
+        self._token = _ASKER.set(self._asker)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _ASKER.reset(self._token)
+
+
+def current_asker() -> Asker | None:
+    return _ASKER.get()
+
+
+async def decide(tool: Any, arguments: dict[str, Any], default: Any, ask: Ask) -> Decision:
+    """Whether the call may run, under the tool's policy or else ``default``."""
+    policy = getattr(tool, "approve", None)
+    if policy is None:
+        policy = default
+    if policy is None or policy is True:
+        return Decision(True, "policy")
+    if policy is False:
+        return Decision(False, "policy", f"calls to `{ask.tool}` are not approved")
+    if policy == "ask":
+        asker = _ASKER.get()
+        if asker is None:
+            return Decision(
+                False,
+                "nobody",
+                'approve="ask" needs someone to ask (a notebook turn view); nobody was '
+                "asked, so the call did not run",
+            )
+        answer = await asker(ask)
+        if answer == ALWAYS:
+            tool.approve = True
+            return Decision(True, "user", "approved for this tool from now on")
+        if answer:
+            return Decision(True, "user")
+        return Decision(False, "user", "the user denied the call")
+    try:
+        answer = policy(ask.tool, dict(arguments))
+        if inspect.isawaitable(answer):
+            answer = await answer
+    except Exception as exc:
+        logger.warning("approval callable for `%s` failed", ask.tool, exc_info=True)
+        return Decision(False, "callable", f"the approval check failed ({type(exc).__name__})")
+    if answer:
+        return Decision(True, "callable")
+    return Decision(False, "callable", "the approval check denied the call")
+
+
+def denial_output(tool: str, reason: str) -> dict[str, str]:
+    """The tool result a model receives for a denied call."""
+    return {
+        "denied": f"The call to `{tool}` was denied and did not run: {reason}. Do not retry "
+        "it; continue without it or ask the user."
+    }
