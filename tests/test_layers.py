@@ -156,6 +156,7 @@ LAYERS: dict[str, list[set[str]]] = {
         {"_lazy", "_sentinel", "errors", "settings", "store_location", "tokens", "untrusted"},
         {"rendering"},
         {"models"},
+        {"context"},  # notebook values as model content (ADR-0110)
         {"protocols"},
         {"operations", "session", "_seams"},  # the core; ADR-0021's circle is inside
         {"store", "extensions"},  # the store persists Sessions; extensions load into them
