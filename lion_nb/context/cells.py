@@ -39,7 +39,8 @@ def notebook_context(
         block = f"Cell In[{n}]:\n```python\n{source}\n```"
         if n in outputs:
             result = to_content(outputs[n], budget=max(budget // 8, 50))
-            text = result.text or result.summary
+            media = result.images or result.files  # a figure's image is not sent again
+            text = f"[{result.summary}, shown in the notebook]" if media else result.text
             block += f"\nOut[{n}]:\n{text}"
         cost = estimate_tokens(block) + 2
         if used + cost > budget:

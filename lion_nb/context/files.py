@@ -76,13 +76,16 @@ def load_file(path: str | os.PathLike[str], *, budget: int | None = None) -> Con
 
 
 def as_file_parts(files: Any, *, budget: int | None = None) -> Content:
-    """The verbs' ``files=``: paths (or bytes, or anything `to_content` attaches) as one
+    """The verbs' ``files=``: paths (or bytes, file parts, anything `to_content` attaches) as one
     `Content` -- text files' text, images and documents -- in the order given."""
     from .convert import to_content
 
     out = Content()
     texts: list[str] = []
     for item in [files] if isinstance(files, (str, os.PathLike)) else list(files or ()):
+        if isinstance(item, dict) and item.get("type") == "file":  # a file part already
+            out.files.append(item)
+            continue
         if isinstance(item, (str, os.PathLike)):
             got = load_file(item, budget=budget)
         else:

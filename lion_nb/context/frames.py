@@ -31,13 +31,13 @@ def _fit(parts: list[list[str]], budget: int) -> tuple[str, int]:
 
 
 def _schema_lines(rows: list[tuple[str, str, int]], length: int, budget: int) -> str:
-    """``name: dtype, N nulls`` per column, as many as fit half the budget."""
+    """``name: dtype, N missing`` per column, as many as fit three quarters of the budget."""
     lines, used = [], 0
     for name, dtype, nulls in rows:
         missing = f", {nulls:,} missing" if nulls else ""
         line = f"  {name}: {dtype}{missing}"
         used += estimate_tokens(line) + 1
-        if used > budget // 2 and lines:
+        if used > budget * 3 // 4 and lines:
             lines.append(f"  … {len(rows) - len(lines):,} more columns not listed")
             break
         lines.append(line)
