@@ -16,7 +16,7 @@ from typing import Any
 from ..models.media import IMAGE_TYPES, file_part, pdf_pages, sniff
 from .content import Content, fit_text, image_content
 
-__all__ = ["as_file_parts", "as_image_urls", "load_file"]
+__all__ = ["as_file_parts", "as_image_urls", "attachment_paths", "load_file"]
 
 _LIMITS = {"application/pdf": 32 * 1024 * 1024, "image": 20 * 1024 * 1024}
 
@@ -121,3 +121,36 @@ def as_image_urls(images: Any) -> list[str]:
             )
         urls += got.images
     return urls
+
+
+def attachment_paths(images: Any, files: Any) -> list[str]:
+    """Paths a CLI agent can read for an instruction's images and files: a file's own path
+    when it came from one, else a copy written once, by content hash, to a folder of the
+    system's temporary directory (agents read files; they take no ``data:`` URLs)."""
+    import tempfile
+
+    from ..models.media import content_hash, read_data_url
+
+    folder = Path(tempfile.gettempdir()) / "lion_nb_attachments"
+    paths: list[str] = []
+    items = [(url, None, None) for url in images or ()]
+    for part in files or ():
+        info = part.get("file") or {}
+        items.append((info.get("file_data"), info.get("path"), info.get("filename")))
+    for url, path, filename in items:
+        if path and Path(path).is_file():
+            paths.append(str(path))
+            continue
+        decoded = read_data_url(url)
+        if decoded is None:
+            if isinstance(url, str) and url.startswith(("http://", "https://")):
+                paths.append(url)
+            continue
+        kind, data = decoded
+        suffix = Path(filename).suffix if filename else "." + kind.split("/")[-1]
+        target = folder / f"{content_hash(data)[:16]}{suffix}"
+        if not target.exists():
+            folder.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        paths.append(str(target))
+    return paths

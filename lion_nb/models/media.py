@@ -126,12 +126,10 @@ def read_data_url(url: Any) -> tuple[str, bytes] | None:
     return (found.group(1) or sniff(data) or "application/octet-stream"), data
 
 
-def _size(n: int) -> str:
-    return f"{n:,} bytes" if n < 10_000 else f"{n / 1024:,.0f} KB"
-
-
 def describe_image(url: Any) -> str:
-    """One sentence about an image given by URL: ``an image of 640×480 pixels (PNG, 23 KB)``."""
+    """One sentence about an image given by URL: ``an image of 640×480 pixels (PNG)`` (no byte
+    count: it changes with the encoder's version, and the sentence is what offline answers and
+    saved notebooks show)."""
     decoded = read_data_url(url)
     if decoded is None:
         return "an image given by a link, not fetched"
@@ -139,8 +137,8 @@ def describe_image(url: Any) -> str:
     size = image_size(data)
     fmt = kind.split("/")[-1].upper()
     if size is None:
-        return f"an image ({fmt}, {_size(len(data))})"
-    return f"an image of {size[0]}×{size[1]} pixels ({fmt}, {_size(len(data))})"
+        return f"an image ({fmt})"
+    return f"an image of {size[0]}×{size[1]} pixels ({fmt})"
 
 
 def file_part(name: str, data: bytes, media_type: str | None = None, path: str | None = None):
@@ -153,7 +151,7 @@ def file_part(name: str, data: bytes, media_type: str | None = None, path: str |
 
 
 def describe_file(part: Any) -> str:
-    """One sentence about a file part: ``a PDF of 3 pages (report.pdf, 41 KB)``."""
+    """One sentence about a file part: ``a PDF of 3 pages (report.pdf)``."""
     info = part.get("file") if isinstance(part, dict) else None
     info = info if isinstance(info, dict) else {}
     name = str(info.get("filename") or "a file")
@@ -164,8 +162,8 @@ def describe_file(part: Any) -> str:
     if kind == "application/pdf":
         pages = pdf_pages(data)
         count = f"{pages} page{'s' if pages != 1 else ''}" if pages else "unknown length"
-        return f"a PDF of {count} ({name}, {_size(len(data))})"
-    return f"a file of type {kind} ({name}, {_size(len(data))})"
+        return f"a PDF of {count} ({name})"
+    return f"a file of type {kind} ({name})"
 
 
 def text_only(messages: list[dict[str, Any]], why: str) -> list[dict[str, Any]]:

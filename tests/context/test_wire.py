@@ -139,3 +139,27 @@ def test_the_offline_model_describes_images_and_files(tmp_path):
             "What is here?", images=[_figure()], files=[tmp_path / "report.pdf"]
         )
     )
+
+
+def test_a_cli_agent_gets_its_images_and_files_by_path(tmp_path):
+    from pathlib import Path
+
+    (tmp_path / "report.pdf").write_bytes(pdf(2))
+    turn = [{"type": "text", "content": "read them"}, {"type": "result", "content": ""}]
+    model = iModel(provider="offline_cli", model="scripted", turns=[turn])
+    branch = Branch(chat_model=model)
+
+    async def main():
+        async for _ in branch.run(
+            "Read these", images=[_figure()], files=[tmp_path / "report.pdf"]
+        ):
+            pass
+
+    anyio.run(main)
+    (request,) = model.endpoint.calls
+    assert request.images is None
+    head, _, listed = request.prompt.partition("Attached files (read them from these paths):\n")
+    assert head.startswith("Read these")
+    image_path, pdf_path = [line[2:] for line in listed.splitlines()]
+    assert pdf_path == str((tmp_path / "report.pdf").resolve())
+    assert image_size(Path(image_path).read_bytes()) == (640, 480)
