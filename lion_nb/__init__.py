@@ -69,6 +69,8 @@ _EXPORTS: dict[str, str] = {
     "DataLogger": "lion_nb.protocols.logs",
     "DataLoggerConfig": "lion_nb.protocols.logs",
     "Log": "lion_nb.protocols.logs",
+    # values as context
+    "register_ai_repr": "lion_nb.context.convert",
     # sentinels
     "Undefined": "lion_nb._sentinel",
     # errors
@@ -109,6 +111,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:  # static analysers see the real names
     from ._sentinel import Undefined
+    from .context.convert import register_ai_repr
     from .errors import *
     from .models.imodel import iModel, iModelManager
     from .models.stream import StreamChunk

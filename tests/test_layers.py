@@ -156,6 +156,7 @@ LAYERS: dict[str, list[set[str]]] = {
         {"_lazy", "_sentinel", "errors", "settings", "store_location", "tokens", "untrusted"},
         {"rendering"},
         {"models"},
+        {"context"},  # notebook values as model content (ADR-0110)
         {"protocols"},
         {"mcp"},  # MCP servers' tools: protocols' `Tool`s on the models' process handling
         {"operations", "session", "_seams"},  # the core; ADR-0021's circle is inside

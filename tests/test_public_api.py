@@ -27,6 +27,8 @@ EXPECTED = {
     # memory, context, logs
     "MemoryStore", "InMemoryStore", "ContextProvider", "ContextProviderRegistry",
     "ProviderReport", "DataLogger", "DataLoggerConfig", "Log", "Undefined",
+    # values as context
+    "register_ai_repr",
     # errors
     "LionError", "ConfigurationError", "ItemNotFoundError", "ItemExistsError", "ExecutionError",
     "OperationError", "ParseError", "ScriptExhaustedError", "ProviderError",

@@ -55,6 +55,7 @@ ENV = {
     "autosave": "LION_NB_AUTOSAVE",
     "store_path": "LION_NB_STORE",
     "restore_on_load": "LION_NB_RESTORE",
+    "context_budget": "LION_NB_CONTEXT_BUDGET",
 }
 
 _TURN_PARSER = turn_parser("%lion")
@@ -119,6 +120,11 @@ class LionMagics(Magics):
     restore_on_load = Bool(
         False, help="On `%load_ext lion_nb`, restore this notebook's latest saved session."
     ).tag(config=True)
+    context_budget = Int(
+        2000,
+        help="Tokens one {value} may take in a prompt (a DataFrame's sample shrinks to fit); "
+        "`--notebook` takes four times as many.",
+    ).tag(config=True)
 
     @validate("max_updates_per_second")
     def _check_rate(self, proposal: Any) -> float:
@@ -137,6 +143,16 @@ class LionMagics(Magics):
             raise TraitError(
                 f"`session_budget` is the dollars the session may spend, above 0 (e.g. 2.0), "
                 f"or None for no limit, not {value!r}."
+            )
+        return value
+
+    @validate("context_budget")
+    def _check_context_budget(self, proposal: Any) -> int:
+        value = proposal["value"]
+        if not 50 <= value <= 1_000_000:
+            raise TraitError(
+                f"`context_budget` is the tokens one value may take in a prompt: from 50 to "
+                f"1,000,000 (e.g. 2000), not {value}."
             )
         return value
 

@@ -71,6 +71,11 @@ def _fields_schema(request_fields: Any) -> dict[str, Any] | None:
     }
 
 
+def _plain(value: Any) -> bool:
+    """Text, numbers and None: nothing to convert (the common case, checked cheaply)."""
+    return value is None or isinstance(value, (str, int, float, bool))
+
+
 def make_instruction(branch: Branch, instruction: Any, param: ChatParam) -> Instruction:
     """The Instruction message for this turn (an Instruction passed in is used as is)."""
     if isinstance(instruction, Instruction):
@@ -79,15 +84,21 @@ def make_instruction(branch: Branch, instruction: Any, param: ChatParam) -> Inst
     fields = param.request_fields
     if isinstance(fields, (list, tuple)):
         fields = dict.fromkeys(fields, "...")
+    context, images, files = param.context, param.images, param.files
+    if files or images or not _plain(context):
+        from ..context.verbs import instruction_parts
+
+        context, images, files = instruction_parts(context, images, files)
     return Instruction(
         instruction=instruction,
         guidance=param.guidance,
-        context=param.context,
+        context=context,
         request_fields=fields or None,
         response_format=fmt["schema"] if fmt else None,
         tool_schemas=param.tool_schemas,
-        images=param.images,
+        images=images,
         image_detail=param.image_detail,
+        files=files,
         plain_content=param.plain_content,
         sender=param.sender if param.sender is not None else (branch.user or "user"),
         recipient=param.recipient if param.recipient is not None else branch.id,

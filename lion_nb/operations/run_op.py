@@ -97,6 +97,7 @@ from ..protocols.messages import (
     ActionRequest,
     ActionResponse,
     AssistantResponse,
+    Instruction,
     RoledMessage,
 )
 from .chat_op import make_instruction
@@ -108,6 +109,19 @@ if TYPE_CHECKING:
     from ..session.branch import Branch
 
 __all__ = ["run", "run_and_collect"]
+
+
+def _with_attachments(ins: Instruction) -> str:
+    """The prompt, with the paths of the instruction's images and files for the agent to
+    read (a CLI agent gets files by path, ADR-0110)."""
+    if not ins.images and not ins.files:
+        return ins.rendered
+    from ..context.files import attachment_paths
+
+    paths = attachment_paths(ins.images, ins.files)
+    listed = "\n".join(f"- {p}" for p in paths)
+    return f"{ins.rendered}\n\nAttached files (read them from these paths):\n{listed}"
+
 
 log = logging.getLogger("lion_nb.operations.run_op")
 
@@ -146,10 +160,9 @@ async def run(
 
         call_options = dict(param.imodel_kw or {})
         request = CLIRequest(
-            prompt=ins.rendered,
+            prompt=_with_attachments(ins),
             system=system,
             resume=imodel.provider_session_id or None,
-            images=list(ins.images) if ins.images else None,
             options=call_options,
         )
         timeout = {**imodel.options, **call_options}.get("timeout")

@@ -65,6 +65,7 @@ class ChatParam(MorphParam):
     tool_schemas: list[dict] | None = None
     images: list | None = None
     image_detail: Literal["low", "high", "auto"] | None = None
+    files: list | None = None  # paths, or PDF / image bytes (`lion_nb.context.files`)
     plain_content: str | None = None
     include_token_usage_to_model: bool = False
     imodel: iModel | None = None

@@ -166,6 +166,9 @@ class Instruction(RoledMessage):
     tool_schemas: list[dict[str, Any]] | None = None
     images: list[str] | None = None
     image_detail: Literal["low", "high", "auto"] | None = None
+    #: documents sent beside the text, as OpenAI ``file`` parts (``{"type": "file", "file":
+    #: {"filename", "file_data": data URL, "path"?}}``; see `lion_nb.models.media`)
+    files: list[dict[str, Any]] | None = None
     plain_content: str | None = None
 
     @property
@@ -195,14 +198,18 @@ class Instruction(RoledMessage):
 
     def chat_msg(self) -> dict[str, Any]:
         text = self.rendered
-        if not self.images:
+        if not self.images and not self.files:
             return {"role": "user", "content": text}
         content: list[dict[str, Any]] = [{"type": "text", "text": text}]
-        for url in self.images:
+        for url in self.images or ():
             image = {"url": url}
             if self.image_detail:
                 image["detail"] = self.image_detail
             content.append({"type": "image_url", "image_url": image})
+        for part in self.files or ():  # the wire takes a name and the data, never our path
+            info = part.get("file") or {}
+            wire = {k: info[k] for k in ("filename", "file_data", "file_id") if k in info}
+            content.append({"type": "file", "file": wire})
         return {"role": "user", "content": content}
 
 

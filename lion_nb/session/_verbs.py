@@ -50,6 +50,7 @@ class BranchVerbs:
         *,
         return_ins_res_message: Literal[True],
         include_token_usage_to_model: bool = False,
+        files: list | None = None,
         **kwargs: Any,
     ) -> tuple[Instruction, AssistantResponse]: ...
 
@@ -71,6 +72,7 @@ class BranchVerbs:
         plain_content: str | None = None,
         return_ins_res_message: Literal[False] = False,
         include_token_usage_to_model: bool = False,
+        files: list | None = None,
         **kwargs: Any,
     ) -> str: ...
 
@@ -91,6 +93,7 @@ class BranchVerbs:
         plain_content: str | None = None,
         return_ins_res_message: bool = False,
         include_token_usage_to_model: bool = False,
+        files: list | None = None,
         **kwargs: Any,
     ) -> tuple[Instruction, AssistantResponse] | str:
         """One unrecorded model call. Returns the response text, or the (instruction,
@@ -110,6 +113,7 @@ class BranchVerbs:
             tool_schemas=tool_schemas,
             images=images,
             image_detail=image_detail,
+            files=files,
             plain_content=plain_content,
             include_token_usage_to_model=include_token_usage_to_model,
             imodel=self.chat_model if imodel is None else imodel,
@@ -144,6 +148,7 @@ class BranchVerbs:
         skip_validation: bool = False,
         images: list | None = None,
         image_detail: Literal["low", "high", "auto"] | None = None,
+        files: list | None = None,
         num_parse_retries: int = 3,
         clear_messages: bool = False,
         include_token_usage_to_model: bool = False,
@@ -165,6 +170,7 @@ class BranchVerbs:
             progression=progression,
             images=images,
             image_detail=image_detail,
+            files=files,
             plain_content=plain_content,
             include_token_usage_to_model=include_token_usage_to_model,
             imodel=self.chat_model if chat_model is None else chat_model,
@@ -202,6 +208,7 @@ class BranchVerbs:
         recipient: Any = None,
         images: list | None = None,
         image_detail: Literal["low", "high", "auto"] = "auto",
+        files: list | None = None,
         stream_persist: bool = False,
         persist_dir: str | None = None,
         response_format: Any = None,
@@ -223,6 +230,7 @@ class BranchVerbs:
             recipient=recipient,
             images=images,
             image_detail=image_detail,
+            files=files,
             response_format=response_format,
             stream_persist=stream_persist,
             imodel=chat_model,

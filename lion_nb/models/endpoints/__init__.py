@@ -65,9 +65,11 @@ PRESETS: dict[str, tuple[str, str, str | None]] = {
 }
 
 
-# settings a preset implies beyond its URL and key: how its server takes a JSON schema
+# settings a preset implies beyond its URL and key: how its server takes a JSON schema,
+# whether its models read images
 PRESET_SETTINGS: dict[str, dict[str, Any]] = {
     "llamacpp": {"structured_output": "json_object"},
+    "deepseek": {"vision": False},  # its chat models read text only
 }
 
 

@@ -7,7 +7,8 @@ Requests arrive in OpenAI chat shape and are translated here:
   ``tool_result`` blocks of a user turn, and consecutive turns of one role are merged (the
   API wants user and assistant to alternate);
 - ``image_url`` parts become image blocks: a ``data:`` URL a base64 source, an http(s) URL
-  a ``url`` source;
+  a ``url`` source; ``file`` parts (a PDF as a ``data:`` URL) become ``document`` blocks
+  with a base64 source and the file's name as their title;
 - OpenAI function tools become ``{"name", "description", "input_schema"}``; ``stop``
   becomes ``stop_sequences``; ``max_tokens`` (required by the API) defaults to 4096.
 
@@ -328,6 +329,8 @@ def _blocks(content: Any) -> list[dict[str, Any]]:
                 blocks.append({"type": "text", "text": part["text"]})
         elif part.get("type") == "image_url":
             blocks.append(_image(part.get("image_url")))
+        elif part.get("type") == "file":
+            blocks.append(_document(part.get("file")))
         else:  # already an Anthropic block (image, document, ...)
             blocks.append(part)
     return blocks
@@ -342,6 +345,19 @@ def _image(ref: Any) -> dict[str, Any]:
     else:
         source = {"type": "url", "url": url}
     return {"type": "image", "source": source}
+
+
+def _document(ref: Any) -> dict[str, Any]:
+    ref = ref if isinstance(ref, dict) else {}
+    header, _, data = str(ref.get("file_data") or "").partition(",")
+    media_type = header[5:].split(";", 1)[0] or "application/pdf"
+    block: dict[str, Any] = {
+        "type": "document",
+        "source": {"type": "base64", "media_type": media_type, "data": data},
+    }
+    if ref.get("filename"):
+        block["title"] = str(ref["filename"])
+    return block
 
 
 def _tool_result(content: Any) -> Any:

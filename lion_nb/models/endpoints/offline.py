@@ -9,7 +9,9 @@ iModel, the operations, the notebook) runs exactly as with a real provider:
   ``%%lion -f code`` adds), a friendly sentence otherwise. It reads the conversation the way a
   provider would: tool calls and tool results after the last user message count as this
   turn's work, and a follow-up ("now answer") right after tool results speaks of them. Older
-  results are history: they are not quoted again in later answers.
+  results are history: they are not quoted again in later answers. Images and files in the
+  request are read from their bytes and named in the answer ("an image of 640×480 pixels",
+  "a PDF of 3 pages"), so notebooks that attach them run offline too.
 - ``scripted`` plays ``responses=[...]`` in order and records each request in ``.calls``. A
   response may be text, a tool call, or a provider error (``{"error": ..., "status": 429}``)
   so that retry and failure paths can be exercised without a server.
@@ -230,7 +232,30 @@ def _auto_answer(request: ChatRequest) -> tuple[str, list[ToolCall]]:
         return _code_answer(said, shown), []
     if shown:
         return f"Offline model: the tools returned {shown}. {said[0].upper()}{said[1:]}", []
-    return f"Offline model: {said} {_HINT}", []
+    seen = _attachments(messages[last_user]) if last_user >= 0 else ""
+    return f"Offline model: {said} {seen}{_HINT}", []
+
+
+def _attachments(message: dict[str, Any]) -> str:
+    """``"It comes with an image of 640×480 pixels (PNG, 23 KB). "`` for the images and
+    files of ``message`` (``""`` without any)."""
+    from ..media import describe_file, describe_image
+
+    content = message.get("content")
+    if not isinstance(content, list):
+        return ""
+    found = []
+    for part in content:
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind == "image_url":
+            ref = part.get("image_url")
+            found.append(describe_image(ref.get("url") if isinstance(ref, dict) else ref))
+        elif kind == "file":
+            found.append(describe_file(part))
+    if not found:
+        return ""
+    listed = found[0] if len(found) == 1 else ", ".join(found[:-1]) + " and " + found[-1]
+    return f"It comes with {listed}. "
 
 
 def _calls_just_before(messages: list[dict[str, Any]], index: int) -> list[dict[str, Any]]:

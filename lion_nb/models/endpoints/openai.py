@@ -37,6 +37,13 @@ OpenRouter, Groq and the like: requests go to ``{base_url}/chat/completions``.
 - ``prompt_cache_key`` (the branch's id, stable across its turns) routes a conversation's
   requests to the same prompt cache; sent to OpenAI itself (no preset), unless
   ``iModel(cache=False)``.
+
+- Images and files go as ``image_url`` parts (``data:`` URLs) and ``file`` parts (a name
+  and a ``data:`` URL). A model that reads neither -- ``vision=False``, set by a preset
+  that knows (``deepseek``) or by the user -- gets each as a sentence describing it
+  (`lion_nb.models.media.text_only`), and the answer's ``notes`` say so; a server that
+  refuses them (a 400 or 422 naming images, vision, ``image_url`` or files) gets the
+  request once more that way, and the model sends text only from then on.
 - Servers with no key (Ollama, llama.cpp, LM Studio, or any loopback URL without a key set)
   get no ``Authorization`` header.
 """
@@ -44,12 +51,14 @@ OpenRouter, Groq and the like: requests go to ``{base_url}/chat/completions``.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, ClassVar
 
 from httpx_sse import ServerSentEvent
 
 from ...errors import ConfigurationError, ProviderError
 from ..clean import loads
+from ..media import text_only
 from ..usage import openai_usage
 from . import PRESET_SETTINGS
 from ._http import HTTPEndpoint
@@ -57,11 +66,47 @@ from ._http_errors import error_fields, error_from_payload, stream_error
 from ._structured import check_form, other_form, refuses_form, wire_format
 from .base import ChatRequest, ModelResponse, ToolCall, emit_text_delta, wants_stream
 
-__all__ = ["TOOL_HISTORY_FORMS", "OpenAIEndpoint", "text_tool_history"]
+__all__ = [
+    "TOOL_HISTORY_FORMS",
+    "OpenAIEndpoint",
+    "has_media",
+    "refuses_media",
+    "text_tool_history",
+]
 
 #: how a request without tools carries earlier tool calls: ``native`` or ``text``
 TOOL_HISTORY_FORMS = ("native", "text")
 _TEXT_HISTORY_PRESETS = frozenset({"llamacpp"})
+_NO_VISION = "this model does not read images or files, so it was described instead"
+_MEDIA_WORDS = re.compile(r"image|vision|multimodal|file part|\bfile\b|pdf", re.IGNORECASE)
+
+
+def has_media(messages: list[dict[str, Any]]) -> bool:
+    """Whether any message carries an image or a file part."""
+    return any(
+        isinstance(m.get("content"), list)
+        and any(
+            isinstance(p, dict) and p.get("type") in ("image_url", "file") for p in m["content"]
+        )
+        for m in messages
+    )
+
+
+def refuses_media(exc: ProviderError) -> bool:
+    """Whether ``exc`` is a server refusing the images or files it was sent."""
+    if exc.status not in (400, 415, 422):
+        return False
+    try:
+        body = json.dumps(exc.body, default=str)[:4000]
+    except (TypeError, ValueError):
+        body = ""
+    return bool(_MEDIA_WORDS.search(f"{exc} {body}"))
+
+
+def _replace(request: ChatRequest, messages: list[dict[str, Any]]) -> ChatRequest:
+    import dataclasses
+
+    return dataclasses.replace(request, messages=messages)
 
 
 class OpenAIEndpoint(HTTPEndpoint):
@@ -74,7 +119,10 @@ class OpenAIEndpoint(HTTPEndpoint):
     def __init__(self, model: str, **kwargs: Any):
         form = check_form(kwargs.pop("structured_output", None) or "json_schema")
         history = kwargs.pop("tool_history", None)
+        vision = kwargs.pop("vision", None)
         super().__init__(model, **kwargs)
+        #: whether the model reads images and files (else they go as descriptions)
+        self.vision = bool(self._implied_vision() if vision is None else vision)
         #: the configured ``response_format`` form (see `_structured`)
         self.structured_output = form
         #: how a request without tools carries earlier tool calls (see the module docstring)
@@ -88,7 +136,12 @@ class OpenAIEndpoint(HTTPEndpoint):
             data["structured_output"] = self.structured_output
         if self.tool_history != self._implied_tool_history():
             data["tool_history"] = self.tool_history
+        if self.vision != self._implied_vision():
+            data["vision"] = self.vision
         return data
+
+    def _implied_vision(self) -> bool:
+        return PRESET_SETTINGS.get(self.preset or "", {}).get("vision", True)
 
     def _implied_tool_history(self) -> str:
         return "text" if self.preset in _TEXT_HISTORY_PRESETS else "native"
@@ -98,9 +151,12 @@ class OpenAIEndpoint(HTTPEndpoint):
         form = self._working_form or self.structured_output
         may_refuse = bool(request.response_format) and "type" not in request.response_format
         notes: list[str] = []
+        request = self._media_for_model(request, notes)
         try:
             reply = await self._send(request, form, auth, may_refuse)
         except ProviderError as exc:
+            if refuses_media(exc) and has_media(request.messages):
+                return await self._without_media(request, exc)
             if not (may_refuse and refuses_form(exc)):
                 raise
             fallback = other_form(form)
@@ -113,6 +169,28 @@ class OpenAIEndpoint(HTTPEndpoint):
             )
         response = self.read_answer(self._response, reply.data, reply.request_id)
         response.notes.extend(notes)
+        return response
+
+    def _media_for_model(self, request: ChatRequest, notes: list[str]) -> ChatRequest:
+        """``request`` with its images and files as descriptions when the model reads none."""
+        if self.vision or not has_media(request.messages):
+            return request
+        notes.append(
+            f"`{self.model}` does not read images or files (`vision=False`): each was sent "
+            "as a sentence describing it."
+        )
+        return _replace(request, text_only(request.messages, _NO_VISION))
+
+    async def _without_media(self, request: ChatRequest, exc: ProviderError) -> ModelResponse:
+        """The request again with images and files described; the model keeps it so."""
+        self.vision = False
+        response = await self.complete(request)
+        response.notes.insert(
+            0,
+            f"The server refused images or files (HTTP {exc.status}); they were sent as "
+            "descriptions, as they will be for this model from now on. Set `vision=False` "
+            "on the model to skip the refusal, or pick a model that reads images.",
+        )
         return response
 
     async def _send(self, request: ChatRequest, form: str, auth: Any, may_refuse: bool) -> Any:

@@ -24,6 +24,13 @@ into text, an error whose message cannot be shown, an expression nested too deep
 (a 100,000-character one) -- each is one line that says what to do, quoting at most 80
 characters of the expression.
 
+With an `Attached` collector (what a ``%%lion`` turn passes), each value goes through
+`lion_nb.context.to_content` within the collector's token budget: a DataFrame becomes its
+schema, statistics and a sample, a figure or an image becomes an attached image (a line in
+the text says where), a long string or list is trimmed with a marker; the collector gathers
+the images and files and a line per converted value for the turn view ("`df`: 1,000,000 ×
+12, 10-row sample, 412 tokens"). Without one, values are text as `format_value` makes it.
+
 Every inserted value is scrubbed of secrets (`lion_nb.models.secrets.scrub`: the keys of the
 process's models and the environment's key variables, each replaced by ``****``). This is the
 one place where the notebook's values -- ``{Err}``, ``{In[n]}``, ``{Out[n]}``, ``{var}`` --
@@ -38,13 +45,14 @@ import json
 import re
 import warnings
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from IPython.core.error import UsageError
 
 from ...models.secrets import scrub
 
-__all__ = ["format_value", "interpolate"]
+__all__ = ["Attached", "format_value", "interpolate"]
 
 _NOT_AN_EXPRESSION = object()
 _BRACE = re.compile(r"\{\{|\}\}|[{}]")
@@ -52,8 +60,33 @@ _SPECIAL = re.compile(r"[{}'\"\\]")
 _SHOWN = 80  # characters of an expression quoted in an error
 
 
+@dataclass(slots=True)
+class Attached:
+    """What a turn's interpolation attached: images, files, and what each value became."""
+
+    budget: int | None = None  # tokens per value (None: the conversion's default)
+    vision: bool = True  # whether the model reads images (told to ``_ai_repr_``)
+    images: list[str] = field(default_factory=list)
+    files: list[dict[str, Any]] = field(default_factory=list)
+    report: list[str] = field(default_factory=list)
+
+    def add(self, shown: str, value: Any) -> str:
+        """``value`` converted; its images and files kept here; its text returned."""
+        from ...context import to_content
+
+        content = to_content(value, name=shown, budget=self.budget, vision=self.vision)
+        self.images += content.images
+        self.files += content.files
+        if content.summary:
+            self.report.append(content.describe(shown))
+        return content.text
+
+
 def interpolate(
-    text: str, namespace: Mapping[str, Any], specials: Mapping[str, Any] | None = None
+    text: str,
+    namespace: Mapping[str, Any],
+    specials: Mapping[str, Any] | None = None,
+    attached: Attached | None = None,
 ) -> str:
     """``text`` with every ``{...}`` resolved by the rule in the module docstring."""
     if "{" not in text and "}" not in text:
@@ -73,7 +106,7 @@ def interpolate(
         if end < 0:  # unmatched: a literal brace
             out.append("{")
             continue
-        value = _resolve(text[start + 1 : end], namespace, specials)
+        value = _resolve(text[start + 1 : end], namespace, specials, attached)
         out.append(text[start : end + 1] if value is _NOT_AN_EXPRESSION else scrub(value))
         i = end + 1
     out.append(text[i:])
@@ -127,16 +160,21 @@ def _shown(source: str) -> str:
     return source if len(source) <= _SHOWN else source[: _SHOWN - 1] + "…"
 
 
-def _resolve(inner: str, namespace: Mapping[str, Any], specials: Mapping[str, Any]) -> Any:
+def _resolve(
+    inner: str,
+    namespace: Mapping[str, Any],
+    specials: Mapping[str, Any],
+    attached: Attached | None = None,
+) -> Any:
     source = inner.strip()
     if not source:
         return _NOT_AN_EXPRESSION
     shown = _shown(source)
     if source.isidentifier():
         if source in namespace:
-            return _inserted(shown, namespace[source])
+            return _inserted(shown, namespace[source], attached)
         if source in specials:
-            return _inserted(shown, _special(source, specials))
+            return _inserted(shown, _special(source, specials), attached)
         raise UsageError(
             f"`{{{shown}}}`: no variable named `{shown}` in the notebook namespace. "
             f"Define it in a cell above, or write `{{{{{shown}}}}}` for literal braces "
@@ -172,13 +210,13 @@ def _resolve(inner: str, namespace: Mapping[str, Any], specials: Mapping[str, An
             f"`{{{shown}}}` could not be evaluated: {_describe(exc)}. Fix the "
             "expression, or double the braces for literal text."
         ) from None
-    return _inserted(shown, value)
+    return _inserted(shown, value, attached)
 
 
-def _inserted(shown: str, value: Any) -> str:
+def _inserted(shown: str, value: Any, attached: Attached | None = None) -> str:
     """``value`` as text for the prompt; a value that cannot be shown is a `UsageError`."""
     try:
-        return format_value(value)
+        return format_value(value) if attached is None else attached.add(shown, value)
     except Exception as exc:
         raise UsageError(
             f"`{{{shown}}}`: the value could not be turned into text ({_describe(exc)}). "

@@ -60,9 +60,17 @@ Examples:
   %%lion -m offline_cli/scripted --bg -o answer
   Refactor the parser module.
 
+  %%lion --file report.pdf --file chart.png
+  Does the chart agree with the report?
+
+  %%lion --notebook
+  Why does the last cell fail?
+
 Braces interpolate from the notebook: {name}, {expr}, {In[n]}, {Out[n]}, {Err} (the last
 error and its traceback), {Err[n]}. Braces that hold no expression ({'a': 1}) stay as
-written; {{ and }} are literal braces; --raw turns interpolation off.
+written; {{ and }} are literal braces; --raw turns interpolation off. A DataFrame, an array
+or an exception becomes a summary within `%config LionMagics.context_budget` tokens; a
+figure or an image is attached as an image.
 """
 
 
@@ -158,6 +166,17 @@ def turn_parser(prog: str, *, prompt: bool = False) -> Any:
     )
     add("--raw", action="store_true", help="send the text as written: no {...} interpolation")
     add(
+        "--file",
+        metavar="PATH",
+        action="append",
+        help="attach a file (repeatable): a PDF as a document, an image as an image, text as text",
+    )
+    add(
+        "--notebook",
+        action="store_true",
+        help="add the cells above (code and results, newest first, within the budget) as context",
+    )
+    add(
         "--max-extensions",
         metavar="N",
         type=int,
@@ -203,6 +222,8 @@ OPTION_STRINGS = [
     "--bg",
     "--policy",
     "--raw",
+    "--file",
+    "--notebook",
     "--max-extensions",
     "--map",
     "--compare",
@@ -233,6 +254,9 @@ class TurnOptions:
     compare: list[str] = field(default_factory=list)  # ``--compare``: model specs
     budget: float | None = None  # ``--budget``: dollars for this cell's calls
 
+    files: list[str] = field(default_factory=list)  # ``--file``: paths to attach
+    notebook: bool = False  # ``--notebook``: the cells above as context
+
     @classmethod
     def from_args(cls, args: Any, *, default_format: str) -> TurnOptions:
         tools: list[str] = []
@@ -258,6 +282,8 @@ class TurnOptions:
                 m.strip() for m in (getattr(args, "compare", None) or "").split(",") if m.strip()
             ],
             budget=getattr(args, "budget", None),
+            files=list(getattr(args, "file", None) or ()),
+            notebook=bool(getattr(args, "notebook", False)),
         )
         opts.check()
         return opts
@@ -296,6 +322,9 @@ class TurnOptions:
                 f"`--max-extensions {self.extensions}`: the number of extra reasoning rounds "
                 "is 0 or more, e.g. `--max-extensions 2` (0: no extra round)."
             )
+        for path in self.files:
+            if not path.strip():
+                raise UsageError("`--file` needs a path, e.g. `--file report.pdf`.")
         if self.map_over is not None or self.compare:
             check_batch_options(self)
 

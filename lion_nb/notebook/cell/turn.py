@@ -129,6 +129,8 @@ class TurnPlan:
     fresh_session: bool = False  # a CLI agent starts a new provider session (fork / replace)
     turn_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     stop: TurnStop = field(default_factory=TurnStop)
+    images: list[str] = field(default_factory=list)  # attached by {values} and --file
+    files: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def model_label(self) -> str:
@@ -344,7 +346,14 @@ def _tools_only(result: Any) -> bool:
     return isinstance(result, dict) and {"response", "action_responses"} <= set(result)
 
 
-async def _operate(branch: Any, text: str, rf: Any, names: list[str] | None, guidance: Any) -> Any:
+async def _operate(
+    branch: Any,
+    text: str,
+    rf: Any,
+    names: list[str] | None,
+    guidance: Any,
+    media: dict[str, Any] | None = None,
+) -> Any:
     """``operate``, then -- when the model only called tools -- one follow-up exchange without
     tools that answers from their results, so the cell shows the answer (an instance of
     ``rf`` when given), not operate's record of the calls. One observed run."""
@@ -354,7 +363,12 @@ async def _operate(branch: Any, text: str, rf: Any, names: list[str] | None, gui
 
     async def exchange() -> Any:
         result = await branch.operate(
-            instruction=text, guidance=guidance, response_format=rf, actions=actions, tools=names
+            instruction=text,
+            guidance=guidance,
+            response_format=rf,
+            actions=actions,
+            tools=names,
+            **(media or {}),
         )
         if actions and _tools_only(result):
             return await branch.communicate(
@@ -365,15 +379,21 @@ async def _operate(branch: Any, text: str, rf: Any, names: list[str] | None, gui
     return await observed_run(branch, exchange(), "operate")
 
 
+#: the operations that take images and files with the instruction
+ATTACHING_OPERATIONS = ("communicate", "chat", "operate", "run")
+
+
 async def _call(plan: TurnPlan, view: Any, session: Any) -> Any:
     branch, text, rf, op = plan.branch, plan.text, plan.response_format, plan.op
     guidance = CODE_GUIDANCE if plan.options.fmt == "code" else None
+    media = {"images": plan.images or None, "files": plan.files or None}
     if op == "communicate":
-        return await branch.communicate(text, guidance=guidance, response_format=rf)
+        return await branch.communicate(text, guidance=guidance, response_format=rf, **media)
     if op == "chat":
-        return await branch.chat(text, guidance=guidance, response_format=rf)
+        return await branch.chat(text, guidance=guidance, response_format=rf, **media)
     if op == "operate":
-        return await _operate(branch, text, rf, _offer_tools(branch, plan.tools), guidance)
+        names = _offer_tools(branch, plan.tools)
+        return await _operate(branch, text, rf, names, guidance, media)
     if op == "ReAct":
         kw: dict[str, Any] = {"tools": _offer_tools(branch, plan.tools), "response_format": rf}
         if plan.options.extensions is not None:
@@ -385,7 +405,7 @@ async def _call(plan: TurnPlan, view: Any, session: Any) -> Any:
         return await branch.parse(text, response_format=rf, handle_validation="raise")
     if op == "run":
         parts: list[str] = []
-        async with contextlib.aclosing(branch.run(text)) as stream:
+        async with contextlib.aclosing(branch.run(text, **media)) as stream:
             async for message in stream:
                 if message.kind == "assistant_response" and message.response:
                     parts.append(message.response)
@@ -470,16 +490,20 @@ def _session_budget(magics: Any, session: Any) -> None:
 def prepare(magics: Any, opts: TurnOptions, body: str) -> tuple[TurnPlan, Any]:
     """Interpolate ``body``, plan the turn and open its view (shown in the running cell)."""
     from .display import TurnInfo, make_view
-    from .interpolate import interpolate
+    from .interpolate import Attached, interpolate
 
     state = magics.state
     _session_budget(magics, state.session)
+
+    attached = Attached(budget=magics.context_budget)
     text = (
         body
         if opts.raw or not magics.interpolate
-        else interpolate(body, magics.shell.user_ns, state.specials())
+        else interpolate(body, magics.shell.user_ns, state.specials(), attached)
     )
     text = text.rstrip().lstrip("\n")
+    if text:
+        text = _with_context(magics, opts, text, attached)
     if not text:
         raise UsageError(
             "`%%lion`: the cell has no instruction. Write it on the lines below `%%lion`, "
@@ -491,7 +515,8 @@ def prepare(magics: Any, opts: TurnOptions, body: str) -> tuple[TurnPlan, Any]:
         raise
     except Exception as exc:
         raise as_usage_error(exc) from None
-    note = _rerun_note(plan)
+    plan.images, plan.files = attached.images, attached.files
+    note = "; ".join(n for n in (_rerun_note(plan), _context_note(plan, attached)) if n)
     info = TurnInfo(
         branch=plan.branch.name or str(plan.branch.id),
         operation=plan.op,
@@ -507,6 +532,45 @@ def prepare(magics: Any, opts: TurnOptions, body: str) -> tuple[TurnPlan, Any]:
     view = make_view(info, quiet=opts.quiet)
     view.start()
     return plan, view
+
+
+def _with_context(magics: Any, opts: TurnOptions, text: str, attached: Any) -> str:
+    """``text`` with the ``--file`` files and the ``--notebook`` cells added (a file's images
+    and documents go to ``attached``)."""
+    from ...context import load_file, notebook_context
+
+    extra = []
+    for path in opts.files:
+        try:
+            content = load_file(path, budget=magics.context_budget)
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"`--file {path}`: {exc}".replace(f"`{path}`: ", "", 1)) from None
+        attached.images += content.images
+        attached.files += content.files
+        attached.report.append(content.describe(path))
+        extra.append(content.text)
+    if opts.notebook:
+        shell = magics.shell
+        inputs = list(getattr(shell.history_manager, "input_hist_raw", None) or [])
+        content = notebook_context(
+            inputs,
+            shell.user_ns.get("Out") or {},
+            current=shell.execution_count,
+            budget=magics.context_budget * 4,
+        )
+        attached.report.append(content.describe("--notebook"))
+        extra.append(content.text)
+    return "\n\n".join([text, *extra])
+
+
+def _context_note(plan: TurnPlan, attached: Any) -> str:
+    """What each value, file and the notebook became, for the turn's view."""
+    if not attached.report:
+        return ""
+    note = "context: " + "; ".join(attached.report)
+    if (attached.images or attached.files) and plan.op not in ATTACHING_OPERATIONS:
+        note += f" (images and files are not sent with `--op {plan.op}`: it takes text only)"
+    return note
 
 
 def _rerun_note(plan: TurnPlan) -> str:

@@ -1,0 +1,156 @@
+"""Files as context: ``%%lion --file PATH`` and the verbs' ``files=`` / ``images=``.
+
+A file is read once and sent as what it is: a PDF as a document (a file part; the path is
+kept for the CLI agents, which read files themselves), a PNG, JPEG, GIF or WebP as an image,
+UTF-8 text as text inside the prompt (fitted to the budget with a marker), anything else
+refused with the reason. The providers' own limits are checked here, before anything is
+sent: 32 MB for a PDF, 20 MB for an image.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from ..models.media import IMAGE_TYPES, file_part, pdf_pages, sniff
+from .content import Content, fit_text, image_content
+
+__all__ = ["as_file_parts", "as_image_urls", "attachment_paths", "load_file"]
+
+_LIMITS = {"application/pdf": 32 * 1024 * 1024, "image": 20 * 1024 * 1024}
+
+
+def _limit(kind: str, size: int, name: str) -> None:
+    limit = _LIMITS["application/pdf" if kind == "application/pdf" else "image"]
+    if size > limit:
+        raise ValueError(
+            f"`{name}` is {size / 2**20:,.1f} MB; a {kind.split('/')[-1].upper()} can be at "
+            f"most {limit // 2**20} MB. Send a smaller file (fewer pages, a smaller image)."
+        )
+
+
+def load_file(path: str | os.PathLike[str], *, budget: int | None = None) -> Content:
+    """The file at ``path`` as content (see the module docstring)."""
+    from .convert import DEFAULT_BUDGET
+
+    budget = DEFAULT_BUDGET if budget is None else budget
+    where = Path(path).expanduser()
+    name = where.name
+    if not where.is_file():
+        what = "a folder, not a file" if where.is_dir() else "not found"
+        raise FileNotFoundError(
+            f"`{path}`: {what}. Give the path of a file (relative to the notebook's folder, "
+            f"{Path.cwd()}, or absolute)."
+        )
+    data = where.read_bytes()
+    kind = sniff(data)
+    if kind == "application/pdf":
+        _limit(kind, len(data), name)
+        pages = pdf_pages(data)
+        count = f"{pages} page{'s' if pages != 1 else ''}" if pages else "PDF"
+        return Content(
+            text=f"[PDF: `{name}`, {count}, attached]",
+            files=[file_part(name, data, kind, path=str(where.resolve()))],
+            summary=f"PDF, {count}",
+        )
+    if kind in IMAGE_TYPES:
+        _limit(kind, len(data), name)
+        return image_content(data, name)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    if text is None or "\x00" in text:
+        raise ValueError(
+            f"`{path}`: not a PDF, an image (PNG, JPEG, GIF, WebP) or UTF-8 text, so it cannot "
+            "be sent. Convert it to one of those first (e.g. export it as PDF)."
+        )
+    body = fit_text(text, budget)
+    lines = text.count("\n") + (not text.endswith("\n"))
+    cut = "" if body is text else ", trimmed"
+    return Content(
+        text=f"File `{name}`:\n```\n{body.rstrip()}\n```",
+        summary=f"text, {lines:,} lines{cut}",
+    )
+
+
+def as_file_parts(files: Any, *, budget: int | None = None) -> Content:
+    """The verbs' ``files=``: paths (or bytes, file parts, anything `to_content` attaches) as one
+    `Content` -- text files' text, images and documents -- in the order given."""
+    from .convert import to_content
+
+    out = Content()
+    texts: list[str] = []
+    for item in [files] if isinstance(files, (str, os.PathLike)) else list(files or ()):
+        if isinstance(item, dict) and item.get("type") == "file":  # a file part already
+            out.files.append(item)
+            continue
+        if isinstance(item, (str, os.PathLike)):
+            got = load_file(item, budget=budget)
+        else:
+            got = to_content(item, budget=budget)
+            if not (got.images or got.files):
+                raise TypeError(
+                    f"`files=`: a {type(item).__name__} is not a file; give a path, PDF or "
+                    "image bytes, or pass the value as `context=`."
+                )
+        if got.text and not (got.images or got.files):
+            texts.append(got.text)
+        out.images += got.images
+        out.files += got.files
+    out.text = "\n\n".join(texts)
+    return out
+
+
+def as_image_urls(images: Any) -> list[str]:
+    """The verbs' ``images=``: URLs (``data:`` or http(s)) as they are, image files by path,
+    and any value `to_content` makes an image of (a figure, a PIL image, PNG bytes)."""
+    from .convert import to_content
+
+    urls: list[str] = []
+    for item in [images] if isinstance(images, (str, os.PathLike)) else list(images or ()):
+        if isinstance(item, str) and item.startswith(("data:", "http://", "https://")):
+            urls.append(item)
+            continue
+        got = load_file(item) if isinstance(item, (str, os.PathLike)) else to_content(item)
+        if not got.images:
+            raise TypeError(
+                f"`images=`: {str(item)[:60]!r} is not an image (PNG, JPEG, GIF or WebP); "
+                "give image URLs, image files, figures, PIL images or image bytes."
+            )
+        urls += got.images
+    return urls
+
+
+def attachment_paths(images: Any, files: Any) -> list[str]:
+    """Paths a CLI agent can read for an instruction's images and files: a file's own path
+    when it came from one, else a copy written once, by content hash, to a folder of the
+    system's temporary directory (agents read files; they take no ``data:`` URLs)."""
+    import tempfile
+
+    from ..models.media import content_hash, read_data_url
+
+    folder = Path(tempfile.gettempdir()) / "lion_nb_attachments"
+    paths: list[str] = []
+    items = [(url, None, None) for url in images or ()]
+    for part in files or ():
+        info = part.get("file") or {}
+        items.append((info.get("file_data"), info.get("path"), info.get("filename")))
+    for url, path, filename in items:
+        if path and Path(path).is_file():
+            paths.append(str(path))
+            continue
+        decoded = read_data_url(url)
+        if decoded is None:
+            if isinstance(url, str) and url.startswith(("http://", "https://")):
+                paths.append(url)
+            continue
+        kind, data = decoded
+        suffix = Path(filename).suffix if filename else "." + kind.split("/")[-1]
+        target = folder / f"{content_hash(data)[:16]}{suffix}"
+        if not target.exists():
+            folder.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        paths.append(str(target))
+    return paths
