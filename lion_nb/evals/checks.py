@@ -95,10 +95,13 @@ class CellInfo:
 
 class Check:
     """A named check. Subclasses implement `check`; ``after_call`` ones read `CellInfo`
-    figures that are known only once the call is accounted for (cost, latency)."""
+    figures that are known only once the call is accounted for (cost, latency);
+    ``deferred`` ones (a model grader) run once every answer is in, in a fixed order (see
+    `lion_nb.evals.run`)."""
 
     name = "check"
     after_call = False
+    deferred = False
 
     def check(self, answer: Any, case: Any, info: CellInfo) -> Any:
         raise NotImplementedError
@@ -277,10 +280,11 @@ def validate_checks(checks: Any) -> list[Any]:
                 f"`checks=`: {check!r} is not a check. Give checks from `lion_nb.evals` "
                 "(`contains('x')`, `is_json()`, ...) or functions `(answer, case)`."
             )
-    names = [check_name(c) for c in out]
-    for i, name in enumerate(names):  # two checks of one name stay apart in the columns
-        if names.count(name) > 1:
-            names[i] = f"{name}#{names[:i].count(name) + 1}"
+    base = [check_name(c) for c in out]
+    names = [  # two checks of one name stay apart in the columns
+        f"{name}#{base[: i + 1].count(name)}" if base.count(name) > 1 else name
+        for i, name in enumerate(base)
+    ]
     return [(n, c) for n, c in zip(names, out, strict=True)]
 
 
@@ -316,3 +320,7 @@ async def run_check(name: str, check: Any, answer: Any, case: Any, info: CellInf
 
 def is_after_call(check: Callable[..., Any]) -> bool:
     return isinstance(check, Check) and check.after_call
+
+
+def is_deferred(check: Callable[..., Any]) -> bool:
+    return isinstance(check, Check) and check.deferred

@@ -69,6 +69,8 @@ class judge(Check):
         self.kwargs = kwargs
         self.name = f"judge({_short(rubric, 30)!r})"
 
+    deferred = True
+
     def _grader(self, info: CellInfo) -> Any:
         from ..session.branch import _as_model
 
@@ -77,19 +79,23 @@ class judge(Check):
             raise ConfigurationError("`judge(..., model=...)`: name the model that grades.")
         return _as_model(model, "model")
 
-    async def check(self, answer: Any, case: Any, info: CellInfo) -> Any:  # type: ignore[override]
-        from ..session.branch import Branch
-
-        grader = Branch(chat_model=self._grader(info), system=SYSTEM)
+    def prompt(self, answer: Any, case: Any) -> str:
+        """What the grader is asked (identical prompts to one grader are made in a fixed
+        order, so that a cassette replays each its own verdict)."""
         try:
             case_text = json.dumps(case, ensure_ascii=False, default=str, sort_keys=True)
         except (TypeError, ValueError):
             case_text = repr(case)
-        prompt = (
+        return (
             f"Rubric:\n{self.rubric}\n\nCase:\n{case_text}\n\n"
             f"Answer to grade:\n<<<\n{_text(answer)}\n>>>"
         )
-        reply = await grader.communicate(prompt, **self.kwargs)
+
+    async def check(self, answer: Any, case: Any, info: CellInfo) -> Any:  # type: ignore[override]
+        from ..session.branch import Branch
+
+        grader = Branch(chat_model=self._grader(info), system=SYSTEM)
+        reply = await grader.communicate(self.prompt(answer, case), **self.kwargs)
         passed, reason = parse_verdict(reply)
         if passed is None:
             return False, f"the grader gave no verdict: {_short(reason, 120)!r}"

@@ -10,8 +10,12 @@ isolated on clones of the source branch. Decisions:
 - **Live, one map.** Cells go into one `BatchRun` (the model chosen per cell), ordered
   repeat by repeat, so ``concurrency`` bounds the whole grid. Each cell's operation sends
   its prompt (``communicate``; ``run`` for a CLI agent), times that call alone, then runs
-  the checks -- so verdicts appear as answers arrive, and a judge's call is made as soon as
-  its answer is in.
+  the checks -- so verdicts appear as answers arrive.
+- **Graders last, in a fixed order.** A model-graded check (`judge`) runs once every answer
+  is in. Two cells may ask a grader the very same thing (two prompts drew one answer to one
+  case); a cassette answers identical requests in the order they were recorded, so those
+  calls are made one after the other in grid order -- the same order when recording and
+  when replaying -- and each cell replays its own verdict. Distinct ones run concurrently.
 - **Repeats in order.** Repeat *r* of a cell starts once repeat *r - 1* of that cell has
   ended (answer and checks): identical requests then reach a cassette in the same order
   when recording and replaying, so a replay gives every repeat the answer (and the grader's
@@ -36,7 +40,15 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigurationError
 from .cases import Cell, case_id, fill, label_models, label_prompts, load_cases
-from .checks import CellInfo, CheckResult, is_after_call, run_check, validate_checks, verdict
+from .checks import (
+    CellInfo,
+    CheckResult,
+    is_after_call,
+    is_deferred,
+    run_check,
+    validate_checks,
+    verdict,
+)
 from .results import EvalResults, EvalRow, SavedEval
 
 if TYPE_CHECKING:
@@ -100,6 +112,8 @@ class EvalRun(EvalResults):
         self.cells = [Cell(i, x.p, x.m, x.c, x.r) for i, x in enumerate(self.cells)]
         self._outcomes: dict[int, list[CheckResult]] = {}
         self._latency: dict[int, float] = {}
+        self._deferred: dict[int, dict[str, CheckResult]] = {}
+        self._graded: set[int] = set()  # cells whose deferred checks have run
         self._gates: dict[tuple[int, int, int, int], Any] = {}
         self._observers: list[Callable[[EvalRun], Any]] = []
         self.previous: SavedEval | None = None
@@ -180,6 +194,7 @@ class EvalRun(EvalResults):
                 await batch.wait()
             if self.via == "batch":
                 await self._check_collected()
+            await self._run_deferred()
             self.state = (
                 "stopped" if any(b.state == "stopped" for b in self.batches) else "finished"
             )
@@ -234,8 +249,40 @@ class EvalRun(EvalResults):
         return [
             await run_check(name, check, answer, case, info)
             for name, check in self._checks
-            if not is_after_call(check)
+            if not (is_after_call(check) or is_deferred(check))
         ]
+
+    async def _run_deferred(self) -> None:
+        """The model-graded checks, once every answer is in: identical grader prompts one
+        after the other in grid order, others concurrently (see the module docstring)."""
+        import anyio
+
+        deferred = [(n, c) for n, c in self._checks if is_deferred(c)]
+        if not deferred:
+            return
+        groups: dict[tuple[str, str], list[tuple[Cell, str, Any]]] = {}
+        for cell in self.cells:
+            item = self._item(cell)
+            if item.status != "done" or cell.index in self._graded:
+                continue
+            for name, check in deferred:
+                key = (name, check.prompt(item.value, self.cases[cell.c]))
+                groups.setdefault(key, []).append((cell, name, check))
+        limiter = anyio.CapacityLimiter(max(b.concurrency for b in self.batches))
+
+        async def group(calls: list[tuple[Cell, str, Any]]) -> None:
+            for cell, name, check in calls:
+                item = self._item(cell)
+                info = CellInfo(model=self._models[cell.m], prompt=self.prompt_text(cell))
+                async with limiter:
+                    result = await run_check(name, check, item.value, self.cases[cell.c], info)
+                self._deferred.setdefault(cell.index, {})[name] = result
+                self._changed()
+
+        async with anyio.create_task_group() as tg:
+            for calls in groups.values():
+                tg.start_soon(group, calls)
+        self._graded.update(self._deferred)
 
     async def _check_collected(self) -> None:
         """``via="batch"``: the checks of every answered cell, repeat by repeat."""
@@ -269,6 +316,11 @@ class EvalRun(EvalResults):
             raise ConfigurationError(
                 f"`{self.name}` is still running: `await` it or `stop()` it before a retry."
             )
+        for cell in self.cells:
+            if self._item(cell).status in ("failed", "stopped", "pending"):
+                self._outcomes.pop(cell.index, None)
+                self._deferred.pop(cell.index, None)
+                self._graded.discard(cell.index)
         for batch in self.batches:
             batch.retry()
         self._task = None
@@ -304,8 +356,9 @@ class EvalRun(EvalResults):
             return row
         row.answer = item.value
         found = {c.name: c for c in self._outcomes.get(cell.index, ())}
-        if self._checks and not found and any(not is_after_call(c) for _, c in self._checks):
-            row.status = "checking"  # answered; its checks have not run yet
+        found.update(self._deferred.get(cell.index, {}))
+        if any(n not in found and not is_after_call(c) for n, c in self._checks):
+            row.status = "checking"  # answered; some of its checks have not run yet
             return row
         info = CellInfo(row.cost_usd, row.latency, row.tokens)
         results = []
@@ -313,7 +366,7 @@ class EvalRun(EvalResults):
             if is_after_call(check):
                 results.append(verdict(name, check.check(row.answer, row.case, info)))
             else:
-                results.append(found.get(name) or CheckResult(name, False, "not run"))
+                results.append(found[name])
         row.checks = tuple(results)
         row.passed = all(c.passed for c in results)
         return row
