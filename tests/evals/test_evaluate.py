@@ -252,3 +252,33 @@ def test_empty_cases_and_one_dict_are_refused_with_the_fix():
         Session().evaluate([], prompt="x")
     with pytest.raises(ConfigurationError, match=r"Wrap it in a list"):
         Session().evaluate({"n": 1}, prompt="x")
+
+
+def test_stop_keeps_what_finished_and_retry_runs_the_rest():
+    release = anyio.Event()
+
+    async def play(messages, **_):
+        n = int(messages[-1]["content"].split("#")[1])
+        if n >= 2:
+            await release.wait()
+        return "yes"
+
+    session = Session()
+    session.default_branch.chat_model = iModel(provider="offline", model="function", function=play)
+
+    async def main():
+        run = session.evaluate(CASES[:6], prompt="#{n}#", checks=[equals("yes")], save=False)
+        while run.progress()[0] < 2:  # the two that answer at once
+            await anyio.sleep(0.01)
+        assert run.stop()
+        await run
+        stopped = (run.state, [r.case_id for r in run.rows if r.passed], len(run.graded()))
+        release.set()
+        await run.retry()
+        return run, stopped
+
+    run, (state, passed, graded) = anyio.run(main)
+    assert state == "stopped" and passed == ["c0", "c1"] and graded == 2
+    assert run.state == "finished"
+    assert [r.passed for r in run.rows] == [True] * 6
+    assert run.summary()[0]["total"] == 6
