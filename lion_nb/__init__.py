@@ -109,6 +109,14 @@ __all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 
+def _evaluate(session, cases, prompt=None, **kwargs):  # type: ignore[no-untyped-def]
+    """`Session.evaluate`, wired at the package root: the evaluation layer (`lion_nb.evals`)
+    sits above the core it drives, so the core reaches it only through here (ADR-0111)."""
+    from .evals.run import evaluate
+
+    return evaluate(session, cases, prompt, **kwargs)
+
+
 if TYPE_CHECKING:  # static analysers see the real names
     from ._sentinel import Undefined
     from .context.convert import register_ai_repr

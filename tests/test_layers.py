@@ -161,6 +161,7 @@ LAYERS: dict[str, list[set[str]]] = {
         {"mcp"},  # MCP servers' tools: protocols' `Tool`s on the models' process handling
         {"operations", "session", "_seams"},  # the core; ADR-0021's circle is inside
         {"store", "extensions"},  # the store persists Sessions; extensions load into them
+        {"evals"},  # evaluations drive `Session.map` and save their runs in the store
         {"widgets"},
         {"notebook"},
     ],

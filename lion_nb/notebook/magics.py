@@ -256,6 +256,11 @@ class LionMagics(Magics):
         """Interpolate, plan and run one turn; with ``--bg``, return its handle at once."""
         from .cell.turn import prepare, run_foreground
 
+        if opts.eval_over is not None:  # prompt × models × cases, checked
+            from .cell.eval_cells import run_eval_cell
+
+            opts, body = _scrubbed(opts, body)
+            return await run_eval_cell(self, opts, body, cell_value=cell_value)
         if opts.map_over is not None or opts.compare:  # one turn per item / per model
             from .cell.batch_cells import run_batch_cell
 

@@ -386,6 +386,16 @@ class Session(Element):
 
         return compare(self, instruction, list(models), **kwargs)
 
+    def evaluate(self, cases: Any, prompt: Any = None, **kwargs: Any) -> Any:
+        """Run every prompt × model × case (× ``repeat``) through `map`'s engine and check
+        each answer; returns an `EvalRun` at once -- ``await`` it for the finished run.
+        Keywords: ``models``, ``checks``, ``repeat``, ``name`` (compare with the last run
+        of that name and save under it), ``via``, ``concurrency``, ``price``, ``branch``,
+        ``store``; the rest go to ``communicate``. See `lion_nb.evals`."""
+        import lion_nb  # the evaluation layer sits above the core: wired at the root
+
+        return lion_nb._evaluate(self, cases, prompt, **kwargs)
+
     def resume_batch(self, batch_id: str, **kwargs: Any) -> Any:
         """Take up a provider batch submitted earlier (in this kernel or before a restart)
         by its id: polls it and records its results on its items' branches, rebuilt in this

@@ -7,7 +7,7 @@ removed, a change is a new entry at the end, and `SCHEMA_VERSION` is their count
 store applies the missing ones in one transaction (another process doing the same at the same
 moment waits on the write lock, then finds nothing left to do).
 
-Tables (version 2):
+Tables (version 3):
 
 ``sessions``  id, data (the Session's own fields as JSON), default_branch, notebook (the
               notebook's path when the front end tells it; version 2), owner (the process that
@@ -17,6 +17,7 @@ Tables (version 2):
 ``messages``  (branch_id, position) -> id, kind, data (the message as JSON); a branch's rows at
               positions 0..n-1 are its progression
 ``logs``      (branch_id, id) -> seq, data (the log entry as JSON, secrets redacted)
+``eval_runs`` id, name, created_at, data (an evaluation's rows and labels as JSON; version 3)
 
 Connections use WAL journaling with ``synchronous=NORMAL``: a commit survives the process
 being killed at any point (SQLite's journal guarantees it), and readers never wait for the
@@ -102,10 +103,20 @@ def _notebook_label(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX sessions_by_notebook ON sessions (notebook, updated_at)")
 
 
+def _eval_runs(conn: sqlite3.Connection) -> None:
+    # `session.evaluate(..., name=)` keeps each run, to compare the next one of that name with
+    conn.execute(
+        "CREATE TABLE eval_runs (id INTEGER PRIMARY KEY, name TEXT NOT NULL, "
+        "created_at REAL NOT NULL, data TEXT NOT NULL)"
+    )
+    conn.execute("CREATE INDEX eval_runs_by_name ON eval_runs (name, created_at)")
+
+
 #: append-only; see the module docstring
 MIGRATIONS: tuple[Migration, ...] = (
     Migration("0001_initial", _initial),
     Migration("0002_notebook_label", _notebook_label),
+    Migration("0003_eval_runs", _eval_runs),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

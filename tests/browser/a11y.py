@@ -20,7 +20,15 @@ from __future__ import annotations
 import re
 
 # The roots of lion_nb's live widgets.
-WIDGETS = (".lnb-view", ".lnb-explorer", ".lnb-signals", ".lnb-turn", ".lnb-progress", ".lnb-chat")
+WIDGETS = (
+    ".lnb-view",
+    ".lnb-explorer",
+    ".lnb-signals",
+    ".lnb-turn",
+    ".lnb-progress",
+    ".lnb-chat",
+    ".lnb-evalgrid",
+)
 
 _CONTRAST_JS = r"""(selectors) => {
   function parse(text) {

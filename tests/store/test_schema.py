@@ -57,7 +57,11 @@ def write_as_version(conn: sqlite3.Connection, version: int) -> Session:
 
 def test_migrations_are_named_numbered_and_append_only():
     names = [m.name for m in MIGRATIONS]
-    assert names == ["0001_initial", "0002_notebook_label"]  # released: never edited or dropped
+    assert names == [
+        "0001_initial",
+        "0002_notebook_label",
+        "0003_eval_runs",
+    ]  # released: never edited or dropped
     assert all(name.startswith(f"{i:04d}_") for i, name in enumerate(names, 1))
     assert len(MIGRATIONS) == SCHEMA_VERSION
 

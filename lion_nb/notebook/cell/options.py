@@ -203,6 +203,26 @@ def turn_parser(prog: str, *, prompt: bool = False) -> Any:
         type=float,
         help="the most this cell's model calls may cost, in dollars; a call that would pass it is not started",
     )
+    add(
+        "--eval",
+        metavar="CASES",
+        help="evaluate: run the cell as a prompt template over CASES (a list of dicts or a "
+        "DataFrame; {field} is a case's field), check each answer and show the grid; with "
+        "--compare, over several models",
+    )
+    add(
+        "--check",
+        metavar="EXPR",
+        action="append",
+        help="with --eval: a check, e.g. \"contains('Paris')\" or a function (answer, case) "
+        "of the notebook; give several --check for several checks",
+    )
+    add("--repeat", metavar="N", type=int, help="with --eval: run each case N times (default 1)")
+    add(
+        "--name",
+        metavar="NAME",
+        help="with --eval: save the run under NAME and compare it with the last run of NAME",
+    )
     add("-h", "--help", action="store_true", help="show this help")
     if prompt:
         add("prompt", nargs="*", help="the instruction")
@@ -228,6 +248,10 @@ OPTION_STRINGS = [
     "--map",
     "--compare",
     "--budget",
+    "--eval",
+    "--check",
+    "--repeat",
+    "--name",
     "--help",
 ]
 
@@ -256,6 +280,10 @@ class TurnOptions:
 
     files: list[str] = field(default_factory=list)  # ``--file``: paths to attach
     notebook: bool = False  # ``--notebook``: the cells above as context
+    eval_over: str | None = None  # ``--eval``: the expression giving the cases
+    checks: list[str] = field(default_factory=list)  # ``--check``: expressions
+    repeat: int | None = None  # ``--repeat``
+    eval_name: str | None = None  # ``--name``
 
     @classmethod
     def from_args(cls, args: Any, *, default_format: str) -> TurnOptions:
@@ -284,6 +312,10 @@ class TurnOptions:
             budget=getattr(args, "budget", None),
             files=list(getattr(args, "file", None) or ()),
             notebook=bool(getattr(args, "notebook", False)),
+            eval_over=getattr(args, "eval", None),
+            checks=list(getattr(args, "check", None) or ()),
+            repeat=getattr(args, "repeat", None),
+            eval_name=getattr(args, "name", None),
         )
         opts.check()
         return opts
@@ -325,7 +357,9 @@ class TurnOptions:
         for path in self.files:
             if not path.strip():
                 raise UsageError("`--file` needs a path, e.g. `--file report.pdf`.")
-        if self.map_over is not None or self.compare:
+        if self.eval_over is not None or self.checks or self.repeat is not None or self.eval_name:
+            check_eval_options(self)
+        elif self.map_over is not None or self.compare:
             check_batch_options(self)
 
 
@@ -361,6 +395,30 @@ def check_batch_options(opts: TurnOptions) -> None:
             raise UsageError("`--compare` names the models; drop `--model`.")
         if opts.bg:
             raise UsageError("`--compare` cannot run with `--bg`: drop `--bg`.")
+
+
+def check_eval_options(opts: TurnOptions) -> None:
+    """The checks of `TurnOptions.check` that concern ``--eval`` (`eval_cells` runs it)."""
+    if opts.eval_over is None:
+        used = "--check" if opts.checks else "--repeat" if opts.repeat is not None else "--name"
+        raise UsageError(f"`{used}` goes with `--eval CASES`: add `--eval` and the cases.")
+    if not opts.eval_over.strip():
+        raise UsageError("`--eval` needs the cases: a name or expression, e.g. `--eval cases`.")
+    if opts.map_over is not None:
+        raise UsageError("`--eval` and `--map` cannot be combined: pick one.")
+    for option, used in (("--bg", opts.bg), ("--policy", opts.policy), ("--op", opts.op)):
+        if used:
+            raise UsageError(f"`{option}` does not apply to `--eval`: drop `{option}`.")
+    if opts.fmt == "code":
+        raise UsageError("`--format code` cannot be combined with `--eval`.")
+    if opts.compare and opts.model:
+        raise UsageError("`--compare` names the models; drop `--model`.")
+    if opts.repeat is not None and opts.repeat < 1:
+        raise UsageError(
+            f"`--repeat {opts.repeat}`: run each case 1 time or more, e.g. `--repeat 3`."
+        )
+    if opts.eval_name is not None and not opts.eval_name.strip():
+        raise UsageError("`--name` needs a name, e.g. `--name capitals`.")
 
 
 def validate_name(name: str, option: str) -> str:

@@ -1,0 +1,135 @@
+"""EvalGrid by state: the marks of a grid, live while the run proceeds, the differences and
+changes filters, a cell's detail on selection, hostile answers as plain text, static views."""
+
+from __future__ import annotations
+
+import anyio
+
+from lion_nb import Session, iModel
+from lion_nb.evals import equals
+from lion_nb.widgets import EvalGrid
+
+HOSTILE = '<img src=x onerror="window.pwned=1"><script>window.pwned=2</script>'
+CASES = [{"id": f"c{n}", "q": f"question {n}", "n": n} for n in range(6)]
+
+
+def model(fn) -> iModel:
+    return iModel(provider="offline", model="function", function=fn)
+
+
+def answers(wrong: set[int], hostile: int | None = None):
+    def play(messages, **_):
+        n = int(messages[-1]["content"].split("#")[1])
+        if n == hostile:
+            return HOSTILE
+        return "no" if n in wrong else "yes"
+
+    return play
+
+
+def evaluate(session, **kw):
+    return session.evaluate(
+        CASES,
+        prompt="#{n}#",
+        models={"A": model(answers({1, 2})), "B": model(answers({2}, hostile=4))},
+        checks=[equals("yes")],
+        save=False,
+        **kw,
+    )
+
+
+def test_marks_filters_and_the_detail_of_a_cell():
+    session = Session()
+
+    async def main():
+        run = evaluate(session)
+        grid = EvalGrid(run)  # made while the run goes on: it follows it
+        assert grid.status.startswith("0/12")
+        await run
+        grid._throttle.flush()
+        return run, grid
+
+    _run, grid = anyio.run(main)
+    assert grid.columns == ["prompt × A", "prompt × B"]
+    assert grid.case_labels[0] == "c0: question 0"
+    states = [[cell[0] for cell in row] for row in grid.marks]
+    assert states == [
+        ["pass", "pass"],
+        ["fail", "pass"],
+        ["fail", "fail"],
+        ["pass", "pass"],
+        ["pass", "fail"],
+        ["pass", "pass"],
+    ]
+    assert grid.status == "12/12 cells"
+    grid.filter = "differences"
+    assert grid.shown_rows() == [1, 4]
+    assert "c0:" not in grid.static_text() and "c1:" in grid.static_text()
+    grid.selected = [4, 1]
+    detail = grid.detail
+    assert detail["title"] == "c4: question 4 — prompt × B"
+    (entry,) = detail["entries"]
+    assert entry["answer"] == HOSTILE  # plain data: the front end sets it as text
+    assert entry["state"] == "fail"
+    assert entry["reasons"] == ["equals('yes'): expected 'yes'"]
+    assert "<img" not in grid.static_html() and "onerror" not in grid.static_html()
+
+
+def test_the_regression_view_marks_regressions_and_fixes():
+    session = Session()
+
+    async def main():
+        first = await session.evaluate(
+            CASES,
+            prompt="#{n}#",
+            models={"A": model(answers({1}))},
+            checks=[equals("yes")],
+            name="grid-regress",
+        )
+        second = await session.evaluate(
+            CASES,
+            prompt="#{n}#",
+            models={"A": model(answers({3}))},
+            checks=[equals("yes")],
+            name="grid-regress",
+        )
+        return first, second
+
+    _first, second = anyio.run(main)
+    grid = EvalGrid(second)  # the run's own comparison with the last run of its name
+    assert grid.has_changes
+    changes = {r: row[0][2] for r, row in enumerate(grid.marks) if row[0][2]}
+    assert changes == {1: "up", 3: "down"}
+    grid.filter = "changes"
+    assert grid.shown_rows() == [1, 3]
+    assert "c3: question 3 | ✗ ↓" in grid.static_text()
+    # compared with any other run
+    assert not EvalGrid(second, compare=second).has_changes
+
+
+def test_a_saved_run_shows_too_and_repeats_join_in_one_cell():
+    session = Session()
+    seen: dict[str, int] = {}
+
+    def sometimes(messages, **_):
+        prompt = messages[-1]["content"]
+        seen[prompt] = seen.get(prompt, 0) + 1
+        return "no" if prompt == "#0#" and seen[prompt] == 2 else "yes"
+
+    async def main():
+        return await session.evaluate(
+            CASES[:2],
+            prompt="#{n}#",
+            models=[model(sometimes)],
+            checks=[equals("yes")],
+            repeat=3,
+            name="grid-saved",
+        )
+
+    anyio.run(main)
+    from lion_nb.evals import last_run
+
+    grid = EvalGrid(last_run("grid-saved"))
+    assert grid.marks == [[["flaky", "2/3", ""]], [["pass", "3/3", ""]]]
+    grid.selected = [0, 0]
+    assert [e["state"] for e in grid.detail["entries"]] == ["pass", "fail", "pass"]
