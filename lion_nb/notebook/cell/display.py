@@ -220,3 +220,9 @@ class SafeView(TurnView):
 
     def fail(self, error: BaseException, *, interrupted: bool = False) -> None:
         self._call("fail", error, interrupted=interrupted)
+
+    @property
+    def ask(self) -> Any:
+        """The inner view's asker for ``approve="ask"`` (``None``: it cannot ask). Not wrapped:
+        its errors deny the call (approval fails closed) and a cancellation must propagate."""
+        return getattr(self.inner, "ask", None)

@@ -49,7 +49,7 @@ function drawAsk(ask, model) {
   const names = {
     approve: `Approve ${callName(ask)}`,
     deny: `Deny ${callName(ask)}`,
-    always: `Approve for this tool from now on: every ${callName(ask)}`,
+    always: `Approve for this tool from now on, every ${callName(ask)}`,
   };
   for (const [decision, label] of [["approve", "Approve"], ["deny", "Deny"],
     ["always", "Approve for this tool from now on"]]) {
