@@ -63,9 +63,12 @@ def _limit_text(kind: str, value: float) -> str:
     return f"{int(value):,} tokens" if kind == "tokens" else f"${value:g}"
 
 
-def budget_offer(magics: Any, plan: Any, error: BaseException, view: Any) -> BudgetOffer | None:
+def budget_offer(
+    magics: Any, plan: Any, execute: Any, error: BaseException, view: Any
+) -> BudgetOffer | None:
     """The offer for a turn that ended in ``error``; ``None`` unless a cell, branch or
-    session budget stopped it."""
+    session budget stopped it. ``execute`` runs a planned turn (`turn.execute`; given, not
+    imported, since `turn` is what offers this)."""
     from ...errors import BudgetExceeded
 
     if not isinstance(error, BudgetExceeded) or error.budget is None:
@@ -90,7 +93,7 @@ def budget_offer(magics: Any, plan: Any, error: BaseException, view: Any) -> Bud
     action = f"Raise the {error.where} budget to {_limit_text(kind, new)} and continue"
 
     def go() -> Any:
-        return _continue(magics, plan, view, error, kind, new)
+        return _continue(magics, plan, execute, view, error, kind, new)
 
     return BudgetOffer(text, action, go)
 
@@ -114,11 +117,12 @@ def _recorded(plan: Any) -> bool:
     )
 
 
-def _continue(magics: Any, plan: Any, view: Any, error: Any, kind: str, new: float) -> Any:
+def _continue(
+    magics: Any, plan: Any, execute: Any, view: Any, error: Any, kind: str, new: float
+) -> Any:
     from .background import start_background
     from .display import SafeView
     from .failures import presentable
-    from .turn import TurnStop, execute
 
     state = magics.state
     busy = state.busy(plan.branch)
@@ -126,7 +130,7 @@ def _continue(magics: Any, plan: Any, view: Any, error: Any, kind: str, new: flo
         return None  # a continued turn (or another run) is using the branch already
     _raise(magics, error, kind, new)
     again = dataclasses.replace(
-        plan, text=CONTINUE if _recorded(plan) else plan.text, stop=TurnStop()
+        plan, text=CONTINUE if _recorded(plan) else plan.text, stop=type(plan.stop)()
     )
     view.info.stop = again.stop
     view.restart()

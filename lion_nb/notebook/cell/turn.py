@@ -515,7 +515,7 @@ def prepare(magics: Any, opts: TurnOptions, body: str) -> tuple[TurnPlan, Any]:
     if not opts.bg:  # a view may offer to raise the budget that stops the turn, and continue
         from .resume import budget_offer
 
-        info.budget_offer = functools.partial(budget_offer, magics, plan)
+        info.budget_offer = functools.partial(budget_offer, magics, plan, execute)
     view.start()
     return plan, view
 
