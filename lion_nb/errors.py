@@ -98,7 +98,9 @@ class BudgetExceeded(LionError):
     """A model call was not started because it would cross a `lion_nb.Budget`.
 
     ``budget`` is the budget, ``where`` names it (``session``, ``branch``, ``cell``, ``batch``),
-    ``spent_usd`` / ``spent_tokens`` what was spent under it before this call."""
+    ``spent_usd`` / ``spent_tokens`` what was spent under it before this call, ``limit`` which
+    of its limits the call would cross (``"usd"`` or ``"tokens"``) and ``needed`` what the call
+    could take of it at most (dollars or tokens): enough to say what raising it must reach."""
 
     def __init__(
         self,
@@ -108,12 +110,16 @@ class BudgetExceeded(LionError):
         where: str = "",
         spent_usd: float | None = None,
         spent_tokens: int = 0,
+        limit: str = "usd",
+        needed: float = 0.0,
     ):
         super().__init__(message)
         self.budget = budget
         self.where = where
         self.spent_usd = spent_usd
         self.spent_tokens = spent_tokens
+        self.limit = limit
+        self.needed = needed
 
 
 class OperationError(LionError):

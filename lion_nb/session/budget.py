@@ -198,6 +198,8 @@ def check_budgets(branch: Branch, imodel: Any, request: Any) -> None:
                     where=where,
                     spent_usd=usd,
                     spent_tokens=tokens,
+                    limit="usd",
+                    needed=worst_usd,
                 )
         if budget.tokens is not None and tokens + est_in + (max_tokens or 0) > budget.tokens:
             raise BudgetExceeded(
@@ -208,6 +210,8 @@ def check_budgets(branch: Branch, imodel: Any, request: Any) -> None:
                 where=where,
                 spent_usd=usd,
                 spent_tokens=tokens,
+                limit="tokens",
+                needed=est_in + (max_tokens or 0),
             )
 
 

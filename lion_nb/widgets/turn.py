@@ -35,48 +35,10 @@ import traitlets
 
 from ._base import STATIC, call_safely, stylesheet
 from ._entries import EntryCache, message_meta
+from ._spend import TurnSpend
 from ._throttle import Throttle
 
 __all__ = ["TurnWidget"]
-
-
-class _Spend:
-    """A turn's model calls, summed for the footer: model, tokens, cached share, dollars."""
-
-    def __init__(self) -> None:
-        self.model = ""
-        self.input = self.output = self.cached = self.calls = 0
-        self.usd: float | None = 0.0
-        self.note = ""
-        self.total: Any = None
-
-    def add(self, meta: dict[str, Any]) -> None:
-        usage = meta.get("usage")
-        if not isinstance(usage, dict) or "cost_usd" not in meta:
-            return
-        self.calls += 1
-        self.model = str(meta.get("model") or self.model)
-        self.input += int(usage.get("input_tokens") or 0)
-        self.output += int(usage.get("output_tokens") or 0)
-        self.cached += int(usage.get("cache_read_tokens") or 0)
-        usd = meta.get("cost_usd")
-        self.usd = None if usd is None or self.usd is None else self.usd + float(usd)
-        self.note = str(meta.get("cache_note") or self.note)
-
-    def line(self) -> str:
-        from ..session.ledger import format_usd
-
-        if not self.calls:
-            return ""
-        tokens = f"{self.input + self.output:,} tokens"
-        if self.cached and self.input:
-            tokens += f" ({self.cached / self.input:.0%} cached)"
-        parts = [self.model, tokens, format_usd(self.usd, 1)]
-        total = self.total
-        if total is not None:
-            parts.append(f"branch {format_usd(total.usd, total.unpriced_calls)}")
-        line = " · ".join(p for p in parts if p)
-        return f"{line} · {self.note}" if self.note else line
 
 
 class TurnWidget(anywidget.AnyWidget):
@@ -98,6 +60,8 @@ class TurnWidget(anywidget.AnyWidget):
     text_html = traitlets.Unicode("").tag(sync=True)
     stoppable = traitlets.Bool(False).tag(sync=True)
     asks = traitlets.List(traitlets.Dict()).tag(sync=True)  # calls waiting for approval
+    #: a budget that stopped the turn: ``{"text", "action"}`` (the button), or empty
+    budget = traitlets.Dict().tag(sync=True)
 
     def __init__(
         self,
@@ -118,9 +82,10 @@ class TurnWidget(anywidget.AnyWidget):
         self._incomplete = False  # the turn recorded an answer cut short
         self._cache = EntryCache(size=64)
         self._t0 = 0.0
-        self._spend = _Spend()
+        self._spend = TurnSpend()
         self._throttle = Throttle(self._flush, max_rate)
         self._waiting: dict[str, Any] = {}  # ask id -> future of the decision
+        self._raise: Callable[[], Any] | None = None  # what the budget's button does
         self.on_msg(self._on_front_end)
 
     # -- the turn's events -----------------------------------------------------------------------
@@ -128,7 +93,9 @@ class TurnWidget(anywidget.AnyWidget):
         if stop is not None:
             self._stop = stop
         self._t0 = time.monotonic()
+        self._raise = None
         with self.hold_sync():
+            self.budget = {}
             self.started = time.time() * 1000
             self.running = True
             self.stoppable = True
@@ -196,6 +163,26 @@ class TurnWidget(anywidget.AnyWidget):
         self._spend.total = cost
         self.footer = self._spend.line()
 
+    # -- a budget that stopped the turn --------------------------------------------------------
+    def offer_budget(self, text: str, action: str, go: Callable[[], Any]) -> None:
+        """Show that a budget stopped the turn (``text``) with a button (``action``) that
+        calls ``go`` -- raise the budget and continue the turn."""
+        self._raise = go
+        self.budget = {"text": text, "action": action}
+
+    def raise_budget(self) -> bool:
+        """What the budget's button does; ``False`` when nothing is offered (or it failed)."""
+        go, offered = self._raise, self.budget
+        if go is None or self.running:
+            return False
+        self._raise = None
+        self.budget = {}
+        if call_safely(go) is None:  # could not continue (the branch is busy): offer it again
+            if not self.running:
+                self._raise, self.budget = go, offered
+            return False
+        return True
+
     # -- approval --------------------------------------------------------------------------------
     async def ask(self, ask: Any) -> Any:
         """Show ``ask`` (a `lion_nb.protocols.approval.Ask`) and wait for the decision:
@@ -249,6 +236,8 @@ class TurnWidget(anywidget.AnyWidget):
     def _on_front_end(self, _widget: Any, content: Any, _buffers: Any) -> None:
         if isinstance(content, dict) and content.get("type") == "stop":
             self.stop()
+        elif isinstance(content, dict) and content.get("type") == "raise_budget":
+            self.raise_budget()
         elif isinstance(content, dict) and content.get("type") == "approval":
             self.answer(str(content.get("id")), str(content.get("decision")))
 

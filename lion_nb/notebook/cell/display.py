@@ -11,8 +11,9 @@ batches: at most ``max_rate`` updates a second (20 by default), the last fragmen
 a timer, never by printing from a background task. A view never raises into the turn: a
 failing display is logged and the run goes on.
 
-The live handle starts empty and ends empty; the finished answer is displayed once, as its
-own output. A frontend shows the stream in place and then the answer; a headless runner that
+The live handle starts empty and ends with the turn's cost footer (model · tokens (cached
+share) · $ for the turn · the branch's total; empty when no call was recorded), the line the
+widget view shows under its header; the finished answer is displayed once, as its own output. A frontend shows the stream in place and then the answer; a headless runner that
 ignores display updates (nbval, nbconvert) records exactly what a live notebook keeps, so
 executed notebooks compare equal to their saved outputs.
 """
@@ -52,9 +53,11 @@ class HandleView(TurnView):
 
     def __init__(self, info: TurnInfo):
         super().__init__(info)
+        from ...widgets._spend import TurnSpend
         from ...widgets._throttle import Throttle
 
         self._handle: Any = None
+        self._spend = TurnSpend()
         self._text: list[str] = []
         self._steps: list[str] = []
         self._throttle = Throttle(self._flush, info.max_rate)
@@ -82,7 +85,10 @@ class HandleView(TurnView):
         elif kind == "action_response":
             out = message.rendered
             self._steps.append(f"← {message.function}: {out[:200]}")
-        elif kind == "assistant_response" and not self._text and message.response:
+        elif kind == "assistant_response":
+            self._spend.add(message.metadata or {})
+            if self._text or not message.response:
+                return
             self._text.append(message.response)  # a model that does not stream text
         else:
             return
@@ -90,7 +96,7 @@ class HandleView(TurnView):
 
     def finish(self, result: Any) -> None:
         self._throttle.cancel()
-        self._update(_EMPTY)
+        self._update(self._footer())
         show_answer(result, self.info)
 
     def fail(self, error: BaseException, *, interrupted: bool = False) -> None:
@@ -103,6 +109,17 @@ class HandleView(TurnView):
         self._update(self._bundle(streaming=False, status=what))
 
     # -- output ----------------------------------------------------------------------------
+    def _footer(self) -> dict[str, Any]:
+        """The handle's last state: the cost footer, or empty when no call was recorded."""
+        from html import escape
+
+        if self._spend.calls and self.info.branch_cost is not None:
+            self._spend.total = self.info.branch_cost()
+        line = self._spend.line()
+        if not line:
+            return _EMPTY
+        return {"text/plain": f"[{line}]", "text/html": f"<small>{escape(line)}</small>"}
+
     def _flush(self) -> None:
         self._update(self._bundle(streaming=True))
 
@@ -203,3 +220,9 @@ class SafeView(TurnView):
 
     def fail(self, error: BaseException, *, interrupted: bool = False) -> None:
         self._call("fail", error, interrupted=interrupted)
+
+    @property
+    def ask(self) -> Any:
+        """The inner view's asker for ``approve="ask"`` (``None``: it cannot ask). Not wrapped:
+        its errors deny the call (approval fails closed) and a cancellation must propagate."""
+        return getattr(self.inner, "ask", None)

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -131,6 +132,9 @@ class TurnPlan:
     stop: TurnStop = field(default_factory=TurnStop)
     images: list[str] = field(default_factory=list)  # attached by {values} and --file
     files: list[dict[str, Any]] = field(default_factory=list)
+
+    #: the ``--budget`` meter, made on the turn's first run and kept by a continued one
+    meter: Any = None
 
     @property
     def model_label(self) -> str:
@@ -443,7 +447,7 @@ async def execute(plan: TurnPlan, view: Any, session: Any) -> Any:
             streaming_to(view.text),
             _model_for_turn(branch, plan.model),
             _tools_for_turn(branch, plan.tools),
-            budget_scope(_cell_budget(plan.options.budget), "cell"),
+            budget_scope(_cell_meter(plan), "cell"),
             asking(getattr(view, "ask", None) or current_asker()),  # approve="ask"
         ):
             result = await _call(plan, view, session)
@@ -464,10 +468,14 @@ async def execute(plan: TurnPlan, view: Any, session: Any) -> Any:
     return result
 
 
-def _cell_budget(usd: float | None) -> Any:
-    from ...session.budget import Budget
+def _cell_meter(plan: TurnPlan) -> Any:
+    """The cell's ``--budget`` meter: one per turn, so a continued turn counts what it spent."""
+    usd = plan.options.budget
+    if plan.meter is None and usd is not None:
+        from ...session.budget import Budget, Meter
 
-    return Budget(usd=usd) if usd is not None else None
+        plan.meter = Meter(Budget(usd=usd), "cell")
+    return plan.meter
 
 
 def _session_budget(magics: Any, session: Any) -> None:
@@ -530,6 +538,10 @@ def prepare(magics: Any, opts: TurnOptions, body: str) -> tuple[TurnPlan, Any]:
         branch_cost=plan.branch.cost,
     )
     view = make_view(info, quiet=opts.quiet)
+    if not opts.bg:  # a view may offer to raise the budget that stops the turn, and continue
+        from .resume import budget_offer
+
+        info.budget_offer = functools.partial(budget_offer, magics, plan, execute)
     view.start()
     return plan, view
 

@@ -35,6 +35,9 @@ class TurnInfo:
     live: str = "auto"
     #: the branch's running cost (``branch.cost``), shown after the turn; ``None``: not shown
     branch_cost: Callable[[], Any] | None = None
+    #: ``(error, view)`` -> a `resume.BudgetOffer` to raise the budget that ended the turn and
+    #: continue it in ``view``, or ``None`` (another error); set by the runner
+    budget_offer: Callable[[BaseException, Any], Any] | None = None
 
 
 class TurnView:
@@ -54,8 +57,9 @@ class TurnView:
     def fail(self, error: BaseException, *, interrupted: bool = False) -> None: ...
 
 
-def show_answer(result: Any, info: TurnInfo) -> None:
-    """Display a finished turn's answer once, as its own output (with the re-run note)."""
+def show_answer(result: Any, info: TurnInfo, *, into: Any = None) -> None:
+    """Display a finished turn's answer once, as its own output (with the re-run note); in
+    the display handle ``into`` when given (an output reserved in the turn's cell)."""
     from .render import mime_bundle
 
     bundle = mime_bundle(result, info.fmt)
@@ -64,9 +68,12 @@ def show_answer(result: Any, info: TurnInfo) -> None:
         if "text/html" in bundle:
             bundle["text/html"] = f"<small>{note_html(info.note)}</small>{bundle['text/html']}"
     try:
-        from IPython.display import display
+        if into is not None:
+            into.update(bundle, raw=True)
+        else:
+            from IPython.display import display
 
-        display(bundle, raw=True)
+            display(bundle, raw=True)
     except Exception:
         logger.warning("could not display the answer", exc_info=True)
 

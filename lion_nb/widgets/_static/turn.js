@@ -1,8 +1,10 @@
-// TurnWidget's front end: a live turn with its tool calls, streamed text and a Stop button.
+// TurnWidget's front end: a live turn with its tool calls, streamed text, a Stop button,
+// calls waiting for approval, a budget that stopped the turn and the cost footer.
 // `text_html`, `arguments` and `result` were sanitized in the kernel; other strings are text.
 // Keyboard: Esc anywhere in the turn (the box takes focus when clicked) stops it, as Stop
 // does; when Stop disappears under the focus, the focus stays on the turn's box. A screen
-// reader hears the end of the turn once (a polite status region), never each chunk.
+// reader hears the end of the turn once (a polite status region), never each chunk; a call
+// waiting for approval takes the focus and is announced there once.
 
 function el(tag, cls, text) {
   const node = document.createElement(tag);
@@ -26,25 +28,53 @@ function drawStep(step) {
   return box;
 }
 
+// The words a screen reader hears for a call waiting for approval.
+function callName(ask) {
+  return ask.server ? `call to ${ask.tool} from ${ask.server}` : `call to ${ask.tool}`;
+}
+
 function drawAsk(ask, model) {
   // a tool call waiting for approval (approve="ask"): Approve / Deny / always for this tool
   const box = el("div", "lnb-ask");
+  box.dataset.id = ask.id;
+  box.tabIndex = -1; // takes the focus when it appears; Tab then reaches its buttons
+  box.setAttribute("role", "group");
+  box.setAttribute("aria-label", `Approval of the ${callName(ask)}`);
+  const head = el("div", "lnb-ask-head");
   const where = ask.server ? `${ask.server}/${ask.tool}` : ask.tool;
-  box.append(el("span", "lnb-role", "approve?"), el("code", "lnb-fn", where));
-  const args = el("div");
+  head.append(el("span", "lnb-ask-question", "Approve this call?"), el("code", "lnb-fn", where));
+  const args = el("div", "lnb-ask-args");
   args.innerHTML = ask.arguments;
   const buttons = el("div", "lnb-ask-buttons");
+  const names = {
+    approve: `Approve ${callName(ask)}`,
+    deny: `Deny ${callName(ask)}`,
+    always: `Approve for this tool from now on, every ${callName(ask)}`,
+  };
   for (const [decision, label] of [["approve", "Approve"], ["deny", "Deny"],
     ["always", "Approve for this tool from now on"]]) {
     const button = el("button", `lnb-ask-${decision}`, label);
+    button.type = "button";
+    button.dataset.decision = decision;
+    button.setAttribute("aria-label", names[decision]);
     button.addEventListener("click", () => {
+      box.focus({ preventScroll: true }); // a disabled button would drop the focus
       for (const b of buttons.children) b.disabled = true;
       model.send({ type: "approval", id: ask.id, decision });
     });
     buttons.append(button);
   }
-  box.append(args, buttons);
+  box.append(head, args, buttons);
   return box;
+}
+
+// Where a new ask may take the focus from: not from a text field outside the turn (someone
+// typing in another cell keeps their place; the ask is announced all the same).
+function typingElsewhere(box) {
+  const active = document.activeElement;
+  if (!active || box.contains(active)) return false;
+  return active.isContentEditable || active.matches("textarea, input, select") ||
+    Boolean(active.closest(".cm-editor"));
 }
 
 function render({ model, el: root }) {
@@ -65,6 +95,19 @@ function render({ model, el: root }) {
   const note = el("div", "lnb-turn-note");
   const steps = el("div", "lnb-steps");
   const asks = el("div", "lnb-asks");
+  const budget = el("div", "lnb-budget");
+  budget.setAttribute("role", "group");
+  budget.setAttribute("aria-label", "budget reached");
+  const budgetText = el("p", "lnb-budget-text");
+  const raise = el("button", "lnb-raise");
+  raise.type = "button";
+  raise.addEventListener("click", () => {
+    box.focus({ preventScroll: true }); // a disabled button would drop the focus
+    raise.disabled = true;
+    model.send({ type: "raise_budget" });
+  });
+  budget.append(budgetText, raise);
+  const footer = el("div", "lnb-turn-footer");
   const text = el("div", "lnb-turn-text");
   text.setAttribute("aria-live", "polite");
   text.setAttribute("aria-label", "answer being written");
@@ -72,7 +115,7 @@ function render({ model, el: root }) {
   live.setAttribute("role", "status");
   live.setAttribute("aria-live", "polite");
   live.setAttribute("aria-atomic", "true");
-  box.append(head, note, steps, asks, text, live);
+  box.append(head, note, steps, asks, text, budget, footer, live);
   box.tabIndex = -1;
   box.setAttribute("role", "group");
   root.append(box);
@@ -127,15 +170,59 @@ function render({ model, el: root }) {
       const parts = [model.get("status")];
       if (model.get("elapsed") > 0) parts.push(`${model.get("elapsed").toFixed(1)} s`);
       if (model.get("tokens")) parts.push(`${model.get("tokens")} tokens`);
-      live.textContent = `${model.get("head") || "turn"}: ${parts.join(", ")}`;
+      const offer = model.get("budget");
+      const then = offer.action ? `. A button below offers: ${offer.action}.` : "";
+      live.textContent = `${model.get("head") || "turn"}: ${parts.join(", ")}${then}`;
     }
     wasRunning = model.get("running");
+  }
+  function drawFooter() {
+    footer.textContent = model.get("footer");
+    footer.hidden = !model.get("footer");
+  }
+  function drawBudget() {
+    const offer = model.get("budget");
+    const hadFocus = box.contains(document.activeElement);
+    budgetText.textContent = offer.text || "";
+    raise.textContent = offer.action || "";
+    raise.disabled = !offer.action;
+    budget.hidden = !offer.action;
+    if (offer.action && hadFocus) raise.focus({ preventScroll: true });
+    else if (!offer.action && document.activeElement === raise) box.focus({ preventScroll: true });
   }
   function drawSteps() {
     steps.replaceChildren(...model.get("steps").map(drawStep));
   }
+  // A new ask takes the focus and is announced once; once answered, the focus goes to the
+  // next ask, else back where it was before the first one came (else the turn).
+  let shownAsks = new Set(model.get("asks").map((ask) => ask.id));
+  let focusBefore = null;
   function drawAsks() {
-    asks.replaceChildren(...model.get("asks").map((ask) => drawAsk(ask, model)));
+    const active = document.activeElement;
+    const inAsks = asks.contains(active);
+    const keep = inAsks ? [active.closest(".lnb-ask")?.dataset.id, active.dataset.decision] : null;
+    const list = model.get("asks");
+    const fresh = list.filter((ask) => !shownAsks.has(ask.id));
+    shownAsks = new Set(list.map((ask) => ask.id));
+    if (fresh.length && !inAsks && !focusBefore) focusBefore = active;
+    asks.replaceChildren(...list.map((ask) => drawAsk(ask, model)));
+    if (fresh.length) {
+      live.textContent = fresh.map((ask) => `Approval needed: ${callName(ask)}`).join(". ");
+      if (!typingElsewhere(box)) asks.querySelector(`[data-id="${fresh[0].id}"]`).focus();
+      return;
+    }
+    if (!inAsks) return;
+    const same = keep && asks.querySelector(`[data-id="${keep[0]}"]`);
+    if (same) {
+      (same.querySelector(`[data-decision="${keep[1]}"]`) || same).focus({ preventScroll: true });
+    } else if (asks.firstElementChild) {
+      asks.firstElementChild.focus({ preventScroll: true });
+    } else {
+      const back = focusBefore && focusBefore.isConnected && focusBefore !== document.body
+        ? focusBefore : box;
+      back.focus({ preventScroll: true });
+    }
+    if (!asks.firstElementChild) focusBefore = null;
   }
   function drawText() {
     text.innerHTML = model.get("text_html");
@@ -146,16 +233,22 @@ function render({ model, el: root }) {
   model.on("change:steps", drawSteps);
   model.on("change:asks", drawAsks);
   model.on("change:text_html", drawText);
+  model.on("change:footer", drawFooter);
+  model.on("change:budget", drawBudget);
   drawHead();
   drawSteps();
   drawAsks();
   drawText();
+  drawFooter();
+  drawBudget();
   return () => {
     if (timer !== null) clearInterval(timer);
     for (const name of names) model.off(`change:${name}`, drawHead);
     model.off("change:steps", drawSteps);
     model.off("change:asks", drawAsks);
     model.off("change:text_html", drawText);
+    model.off("change:footer", drawFooter);
+    model.off("change:budget", drawBudget);
   };
 }
 
