@@ -31,7 +31,7 @@ import anyio.lowlevel
 from ..models.cassettes._format import clean
 from ..models.cassettes.recording import Cassette, CassetteError, Recording
 
-__all__ = ["exchange", "replays_tools", "tape_in_force"]
+__all__ = ["exchange", "record_tools", "replays_tools", "tape_in_force"]
 
 #: the SDK's result type of each method recorded
 _RESULTS = {
