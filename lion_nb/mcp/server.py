@@ -158,7 +158,6 @@ class MCPServer:
             self.tools, self.replaying = tools, True
             self.status, self.last_error = "connected", None
             return self
-        self.replaying = False
         await self._start_live()
         recorded.record_tools(self, self._listed)
         return self
@@ -180,6 +179,7 @@ class MCPServer:
             raise
         self.status = "connected"
         self.last_error = None
+        self.replaying = False  # a process runs now (`new`: a call with no recording)
         return self
 
     async def _own(self, ready: asyncio.Future) -> None:

@@ -151,9 +151,10 @@ def test_new_starts_the_server_for_a_call_with_no_recording(mcp_command, mcp_log
         server = await branch.connect_mcp("fake", command=mcp_command)
         try:
             old = await branch.act({"function": "record", "arguments": {"note": "hello"}})
-            started = children()
+            replaying, started = server.replaying, children()
             new = await branch.act({"function": "record", "arguments": {"note": "again"}})
-            return server.replaying, started, old[0].output, new[0].output
+            assert not server.replaying  # the server runs now
+            return replaying, started, old[0].output, new[0].output
         finally:
             await branch.aclose()
 
