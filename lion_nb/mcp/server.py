@@ -20,7 +20,10 @@ The connection is the official SDK's (``mcp.ClientSession`` over ``stdio_client`
 - **Loops.** The connection belongs to the loop that started it; used from another loop
   (two ``anyio.run`` calls) it is started afresh there.
 - **Secrets.** ``headers`` (authentication) are kept private: never in the repr, `describe`,
-  errors or logs; error texts pass through `redact`.
+  errors or logs; error texts pass through `redact`, which masks their values and those of
+  secret-named ``env`` variables (``*TOKEN*``, ``*KEY*``, ...) -- in cassettes too.
+- **Cassettes.** Connected under a cassette, the server's tool list and every answer are
+  recorded, or replayed without starting it (`recorded`).
 """
 
 from __future__ import annotations
@@ -36,7 +39,8 @@ from typing import Any
 import anyio
 
 from ..errors import MCPError
-from ..models.secrets import redact
+from ..models.secrets import MIN_NAMED, SECRET_NAME, Secret, redact
+from . import recorded
 
 __all__ = ["MCPError", "MCPServer"]
 
@@ -95,8 +99,12 @@ class MCPServer:
         self.timeout = float(timeout)
         self.connect_timeout = float(connect_timeout)
         self._headers = dict(headers) if headers else None
+        _remember_secrets(self._headers, self.env)
         self.status = "new"  # new, connected, broken, failed, closed
         self.tools: list[Any] = []  # the SDK's tool definitions
+        self.cassette: Any = None  # the cassette in force when it was connected
+        self.replaying = False  # connected from the cassette: no process was started
+        self._listed: Any = None  # the live tool list, as the SDK returned it
         self.last_error: str | None = None
         self.calls = 0
         self._session: Any = None
@@ -133,6 +141,7 @@ class MCPServer:
             "tools": self.tool_names,
             "calls": self.calls,
             "last_error": self.last_error,
+            "replaying": self.replaying,
         }
 
     def __repr__(self) -> str:
@@ -140,7 +149,21 @@ class MCPServer:
 
     # -- lifecycle -------------------------------------------------------------------------------
     async def start(self) -> MCPServer:
-        """Connect (start the process for stdio), initialize and list the tools."""
+        """Connect: start the process (stdio), initialize and list the tools -- or, under a
+        cassette that replays, take the tool list from it and start nothing."""
+        self.cassette = recorded.tape_in_force()
+        tools = await recorded.replays_tools(self)
+        if tools is not None:
+            await self._shutdown()
+            self.tools, self.replaying = tools, True
+            self.status, self.last_error = "connected", None
+            return self
+        await self._start_live()
+        recorded.record_tools(self, self._listed)
+        return self
+
+    async def _start_live(self) -> MCPServer:
+        """Start the connection (the process, for stdio), initialize and list the tools."""
         loop = asyncio.get_running_loop()
         if self._session is not None and self._loop is loop and self.status == "connected":
             return self
@@ -156,6 +179,7 @@ class MCPServer:
             raise
         self.status = "connected"
         self.last_error = None
+        self.replaying = False  # a process runs now (`new`: a call with no recording)
         return self
 
     async def _own(self, ready: asyncio.Future) -> None:
@@ -170,7 +194,8 @@ class MCPServer:
                     session = await stack.enter_async_context(ClientSession(read, write))
                     with anyio.fail_after(self.connect_timeout):
                         await session.initialize()
-                        self.tools = list((await session.list_tools()).tools)
+                        self._listed = await session.list_tools()
+                        self.tools = list(self._listed.tools)
                     if self.command is not None:
                         await self._register_group()
                 except BaseException as exc:
@@ -290,30 +315,36 @@ class MCPServer:
     # -- calls -----------------------------------------------------------------------------------
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
         """Call one of the server's tools; the SDK's result. `MCPError` for any failure."""
+        self._usable()
+        params = {"tool": name, "arguments": arguments}
+        result = await recorded.exchange(
+            self, "tools/call", params, lambda: self._call_live(name, arguments)
+        )
+        self.calls += 1
+        return result
+
+    async def _call_live(self, name: str, arguments: dict[str, Any]) -> Any:
         session = await self._ready()
         try:
             result = await session.call_tool(name, arguments, read_timeout_seconds=self.timeout)
         except Exception as exc:
             raise await self._failed(exc, f"the call to `{name}`") from None
-        self.calls += 1
         self._restarted = False
         return result
 
     async def list_resources(self) -> list[Any]:
-        session = await self._ready()
-        return list((await self._guard(session.list_resources(), "listing resources")).resources)
+        result = await self._request("resources/list", {}, "listing resources")
+        return list(result.resources)
 
     async def read_resource(self, uri: str) -> Any:
-        session = await self._ready()
-        return await self._guard(session.read_resource(uri), f"reading `{uri}`")
+        return await self._request("resources/read", {"uri": uri}, f"reading `{uri}`")
 
     async def list_prompts(self) -> list[Any]:
-        session = await self._ready()
-        return list((await self._guard(session.list_prompts(), "listing prompts")).prompts)
+        return list((await self._request("prompts/list", {}, "listing prompts")).prompts)
 
     async def get_prompt(self, name: str, arguments: dict[str, str] | None = None) -> Any:
-        session = await self._ready()
-        return await self._guard(session.get_prompt(name, arguments or {}), f"prompt `{name}`")
+        params = {"name": name, "arguments": arguments or {}}
+        return await self._request("prompts/get", params, f"prompt `{name}`")
 
     async def read_text(self, uri: str) -> str:
         """A resource's text contents, joined: ready to pass as ``context=``."""
@@ -334,15 +365,28 @@ class MCPServer:
             return texts[0][1]
         return "\n\n".join(f"{role}: {text}" for role, text in texts)
 
-    async def _guard(self, awaitable: Any, what: str) -> Any:
-        try:
-            with anyio.fail_after(self.timeout):
-                return await awaitable
-        except Exception as exc:
-            raise await self._failed(exc, what) from None
+    async def _request(self, method: str, params: dict[str, Any], what: str) -> Any:
+        """A resource or prompt request: through the cassette, else to the live session."""
+        self._usable()
 
-    async def _ready(self) -> Any:
-        """The live session: (re)started when needed, within the restart rule."""
+        async def live() -> Any:
+            session = await self._ready()
+            call = {
+                "resources/list": lambda: session.list_resources(),
+                "resources/read": lambda: session.read_resource(params["uri"]),
+                "prompts/list": lambda: session.list_prompts(),
+                "prompts/get": lambda: session.get_prompt(params["name"], params["arguments"]),
+            }[method]
+            try:
+                with anyio.fail_after(self.timeout):
+                    return await call()
+            except Exception as exc:
+                raise await self._failed(exc, what) from None
+
+        return await recorded.exchange(self, method, params, live)
+
+    def _usable(self) -> None:
+        """`MCPError` when the server was removed, or failed for good."""
         if self.status == "closed":
             raise MCPError(
                 f"MCP server `{self.name}` was removed; connect it again with `connect_mcp`."
@@ -352,6 +396,10 @@ class MCPServer:
                 f"MCP server `{self.name}` failed and was not restarted ({self.last_error}); "
                 "connect it again with `connect_mcp` (or `%lion mcp add`)."
             )
+
+    async def _ready(self) -> Any:
+        """The live session: (re)started when needed, within the restart rule."""
+        self._usable()
         loop = asyncio.get_running_loop()
         if self._session is not None and self.status == "connected" and self._loop is loop:
             return self._session
@@ -369,7 +417,7 @@ class MCPServer:
                     )
                 self._restarted = True
             try:
-                await self.start()
+                await self._start_live()
             except MCPError as exc:
                 self.status, self.last_error = "failed", str(exc)
                 raise
@@ -392,6 +440,19 @@ class MCPServer:
             message += "; it is stopped and will be restarted at the next call"
         self.last_error = redact(message)
         return MCPError(self.last_error + ".")
+
+
+def _remember_secrets(headers: dict[str, str] | None, env: dict[str, str] | None) -> None:
+    """Register header values, and the values of secret-named ``env`` variables, as secrets:
+    `redact` then masks them in errors, logs and cassette lines."""
+    for value in (headers or {}).values():
+        Secret(value)
+        scheme, _, credential = str(value).partition(" ")
+        if credential and scheme.isalpha():  # `Bearer TOKEN`: the token alone too
+            Secret(credential.strip())
+    for name, value in (env or {}).items():
+        if len(str(value)) >= MIN_NAMED and SECRET_NAME.search(name):
+            Secret(value)
 
 
 @contextlib.asynccontextmanager

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 SERVER = Path(__file__).resolve().parent / "mcp_server.py"
+QUICK_SERVER = SERVER.parent / "mcp_quick_server.py"  # hand-written: starts in milliseconds
 TOKEN = "mcp-test-token-5f3c9a7e21"
 
 

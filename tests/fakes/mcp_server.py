@@ -13,7 +13,9 @@ Tools:
 - ``hang()``: never answers;
 - ``malformed()``: answers with a result that is not a valid tool result (stdio only: it is
   written on the wire by hand, as a broken server would);
-- ``fail()``: the tool raises, so the result is an MCP tool error.
+- ``fail()``: the tool raises, so the result is an MCP tool error;
+- ``leak(env, header)``: the value of the server's environment variable ``env``, or of the
+  HTTP request's header ``header`` (a server that echoes its secrets back).
 
 A resource ``note://readme`` and a prompt ``summarize(topic)``. ``--exit-at-start`` exits
 before serving (a command that does not start a server).
@@ -79,6 +81,15 @@ async def malformed(ctx: Context) -> str:
 def fail() -> str:
     """Raise inside the tool."""
     raise RuntimeError("the fake tool failed")
+
+
+@server.tool()
+def leak(ctx: Context, env: str = "", header: str = "") -> str:
+    """Echo a secret of the server's back."""
+    if env:
+        return f"env {os.environ.get(env, '(unset)')}"
+    headers = {k.lower(): v for k, v in (ctx.headers or {}).items()}
+    return f"header {headers.get(header.lower(), '(none)')}"
 
 
 @server.resource("note://readme")

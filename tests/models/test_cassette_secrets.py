@@ -5,6 +5,8 @@ Issue acceptance -> tests:
 - no secret appears in a cassette recorded with a key in the environment and in `api_key=`
   -> test_recording_with_keys_in_play_writes_no_secret
 - a scan of every cassette in the repository -> test_no_cassette_in_the_repository_holds_a_secret
+- an MCP server's headers and secret environment values are not written, even when the
+  server echoes them -> test_recording_mcp_servers_writes_no_header_or_env_secret
 """
 
 from __future__ import annotations
@@ -20,11 +22,14 @@ from lion_nb import Branch, iModel
 from lion_nb.models.cassettes import cassette
 from lion_nb.models.endpoints.base import streaming_to
 from tests.fakes.http_server import FakeProvider
+from tests.fakes.mcp_fixtures import TOKEN as MCP_TOKEN
+from tests.fakes.mcp_fixtures import mcp_http, server_command  # noqa: F401 - a fixture
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV_KEY = "sk-test-not-a-real-key-from-the-environment"
 ARG_KEY = "sk-ant-test-not-a-real-key-given-as-an-argument"
 HEADER_SECRET = "tok-test-not-a-real-header-token"
+MCP_ENV_SECRET = "env-test-not-a-real-mcp-server-token"
 PATTERNS = re.compile(r"sk-[A-Za-z0-9]|sk-ant-|Bearer\s|x-api-key", re.IGNORECASE)
 
 
@@ -34,7 +39,7 @@ def _test_key_values() -> set[str]:
     for source in (ROOT / "tests").rglob("*.py"):
         text = source.read_text(encoding="utf-8", errors="replace")
         found.update(re.findall(r"[\"'](sk-[A-Za-z0-9_-]{6,})[\"']", text))
-    return found | {HEADER_SECRET}
+    return found | {HEADER_SECRET, MCP_TOKEN, MCP_ENV_SECRET}
 
 
 def _cassettes() -> list[Path]:
@@ -93,11 +98,48 @@ def test_recording_with_keys_in_play_writes_no_secret(monkeypatch, tmp_path):
     assert first["response"]["text"] == "Your key is ****."
 
 
+@pytest.mark.timeout(180)
+def test_recording_mcp_servers_writes_no_header_or_env_secret(mcp_http, tmp_path):  # noqa: F811
+    url, _log = mcp_http
+    path = tmp_path / "mcp.jsonl"
+
+    async def main() -> list:
+        branch = Branch()
+        await branch.connect_mcp("web", url=url, headers={"Authorization": f"Bearer {MCP_TOKEN}"})
+        await branch.connect_mcp(
+            "local", command=server_command(), env={"NOTES_API_TOKEN": MCP_ENV_SECRET}
+        )
+        try:  # each server echoes its secret back in a result
+            return [
+                await branch.act({"function": "leak", "arguments": {"header": "authorization"}}),
+                await branch.act(
+                    {"function": "local_leak", "arguments": {"env": "NOTES_API_TOKEN"}}
+                ),
+            ]
+        finally:
+            await branch.aclose()
+
+    with cassette(path):
+        answers = anyio.run(main)
+    # the secrets were in play: the HTTP server refuses a request without its token, and
+    # each server answered with its secret
+    assert [a[0].is_error for a in answers] == [False, False]
+    calls = [json.loads(x) for x in path.read_text().splitlines()]
+    echoed = [c["result"]["content"][0]["text"] for c in calls if c["request"].get("tool")]
+    # (what is masked is exactly the secret: an unset variable would read "env (unset)")
+    assert echoed == ["header ****", "env ****"]
+    text = path.read_text()
+    assert len(text.splitlines()) == 4  # two tool lists, two calls
+    for secret in (MCP_TOKEN, MCP_ENV_SECRET):
+        assert secret not in text
+    assert not PATTERNS.search(text), PATTERNS.search(text)
+
+
 def test_no_cassette_in_the_repository_holds_a_secret():
     files = _cassettes()
     assert any(p.parent.name == "cassettes" for p in files), "the tutorial cassettes are missing"
     values = _test_key_values()
-    assert ENV_KEY in values and ARG_KEY in values
+    assert ENV_KEY in values and ARG_KEY in values and MCP_TOKEN in values
     for path in files:
         text = path.read_text(encoding="utf-8")
         match = PATTERNS.search(text)

@@ -88,3 +88,37 @@ def test_errors_are_one_line_usage_errors(ip, tmp_path):
     env = usage_error(ip, "%lion mcp add web --url http://127.0.0.1:9/mcp --header-env A=NOPE_VAR")
     assert "`NOPE_VAR`" in env and "not set" in env
     assert "needs the server's NAME" in usage_error(ip, "%lion mcp remove")
+
+
+def test_a_notebook_replays_its_server_from_the_cassette(ip, mcp_log, tmp_path, monkeypatch):
+    """``%lion cassette`` covers ``%lion mcp add``: recorded once, then replayed with the
+    server's command unusable -- as CI runs a tutorial (``LION_NB_CASSETTE_MODE=none``)."""
+    from lion_nb import current_session
+    from lion_nb.models.cassettes import ENV_MODE, use_cassette
+
+    path = tmp_path / "notebook.jsonl"
+
+    def session(command: str, branch: str) -> tuple:
+        assert run(ip, f"%lion cassette {path}").error is None
+        added = run(ip, f"t = %lion mcp add notes -- {command}")
+        assert added.error is None, added
+        [row] = ip.user_ns["t"].rows
+        assert run(ip, _model_code("from a cell")).error is None
+        turn = run(ip, f"%%lion -b {branch} -m rec -t notes -o answer\nRecord a note.")
+        assert turn.error is None, turn
+        messages = current_session().get_branch(branch).messages
+        [response] = [m for m in messages if m.kind == "action_response"]
+        assert run(ip, "%lion mcp remove notes").error is None
+        return row, ip.user_ns["answer"], response.output
+
+    try:
+        recorded = session(shlex.join(server_command(mcp_log)), "recording")
+        monkeypatch.setenv(ENV_MODE, "none")
+        before = children()
+        replayed = session("/nonexistent/lion-nb-mcp-server", "replay")
+        assert children() == before
+    finally:
+        use_cassette(None)
+    assert recorded[0]["tools"] == replayed[0]["tools"] and "record" in recorded[0]["tools"]
+    assert recorded[1:] == replayed[1:] == ("Recorded.", "recorded from a cell")
+    assert mcp_log.read_text().splitlines() == ["from a cell"]  # once, while recording

@@ -8,7 +8,8 @@ seam (`iModel.invoke`, `iModel.stream_cli`), which every provider goes through -
 CLI, streamed or not -- so a replay drives the same deltas, signals, tool calls, recorded
 messages, provider sessions, usage and cost as the original run. A provider batch
 (``map(..., via="batch")``) is one exchange, recorded and replayed by its batch service
-(`_batches`).
+(`_batches`). An MCP server connected under a cassette is recorded and replayed at its own
+seam (`lion_nb.mcp.recorded`): a replay connects it without starting it.
 
 One mechanism, three switches (see `scope`): ``iModel(..., cassette=PATH)``;
 ``with cassette(PATH, mode=...):`` around code; ``%lion cassette PATH [--mode ...]`` for

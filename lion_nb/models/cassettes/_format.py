@@ -13,6 +13,9 @@ Both are plain JSON, built here and nowhere else, so recording and matching cann
 - A provider batch (``map(..., via="batch")``) is one request too: provider, model and its
   ``items`` in order, each with its ``custom_id`` and the same fields as a chat request (so a
   difference reads ``items[1].messages[1].content``).
+- An MCP server's answer (kind ``mcp``, `lion_nb.mcp.recorded`) is its request -- server
+  name, protocol method, parameters; never the command, URL or headers -- and the server's
+  result as JSON.
 - An API answer is the final `ModelResponse` and, for a stream, its text deltas in order; a
   CLI turn is its `StreamChunk`s in order; a batch is its final status (``batch``) and the
   provider's result lines as it sent them (``results``), read back by the service's own
@@ -55,8 +58,8 @@ __all__ = [
     "status_to_json",
 ]
 
-#: what a line records: an API call, a CLI turn, a provider batch
-KINDS = ("chat", "run", "batch")
+#: what a line records: an API call, a CLI turn, a provider batch, an MCP server's answer
+KINDS = ("chat", "run", "batch", "mcp")
 
 #: answered in-process, deterministic and free: never recorded, never replayed
 LOCAL_PROVIDERS = frozenset({"offline", "offline_cli"})
@@ -229,6 +232,8 @@ def check(data: Any) -> tuple[str, dict[str, Any], list[StreamChunk] | None]:
                 f"[{part}]" if isinstance(part, int) else f".{part}" for part in first["loc"]
             )
             raise ValueError(f"`{where}`: {first['msg']}") from None
+    elif kind == "mcp":
+        _check_mcp(request, _expect(data, "result", dict, "an object"))
     else:
         batch = _expect(data, "batch", dict, "an object")
         if not isinstance(batch.get("id"), str) or not isinstance(batch.get("state"), str):
@@ -242,6 +247,29 @@ def check(data: Any) -> tuple[str, dict[str, Any], list[StreamChunk] | None]:
 
 
 _CALL_FIELDS = frozenset({"id", "name", "arguments"})
+
+
+def _check_mcp(request: dict[str, Any], result: dict[str, Any]) -> None:
+    """An MCP exchange: who was asked what, and the fields of the result a replay reads
+    first (the SDK's own types check the rest when it is replayed)."""
+    for name in ("server", "method"):
+        if not isinstance(request.get(name), str):
+            raise ValueError(f"`request.{name}` is a string")
+    method = request["method"]
+    if method == "tools/call":
+        if not isinstance(request.get("tool"), str):
+            raise ValueError("`request.tool` is the tool's name (a string)")
+        if not isinstance(request.get("arguments"), dict):
+            raise ValueError("`request.arguments` is an object")
+        _optional(result, "content", list, "a list", where="result.")
+        _optional(result, "isError", bool, "true or false", where="result.")
+    elif method == "tools/list":
+        tools = result.get("tools")
+        if not isinstance(tools, list):
+            raise ValueError("`result.tools` is a list")
+        for i, tool in enumerate(tools):
+            if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
+                raise ValueError(f"`result.tools[{i}].name` is the tool's name (a string)")
 
 
 def _check_response(response: dict[str, Any]) -> None:

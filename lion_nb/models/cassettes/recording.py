@@ -261,11 +261,12 @@ class Cassette:
         self, kind: str, request: dict[str, Any], label: str, mode: str, model: Any = None
     ) -> str:
         forced = f", forced by `{ENV_MODE}`" if mode != self.mode else ""
+        asked = label if kind == "mcp" else f"this request to `{label}`"
         head = (
-            f"No recording in cassette `{self.path}` answers this request to `{label}` "
+            f"No recording in cassette `{self.path}` answers {asked} "
             f"(mode `{mode}`{forced}: replay only)."
         )
-        need = live_call_needs(model)
+        need = "make sure the server can start" if kind == "mcp" else live_call_needs(model)
         how = (
             f"To record it, {need + ' and ' if need else ''}use mode `new` (keep the other "
             f"recordings) or `all` (re-record the file): `%lion cassette {self.path} --mode new`"
@@ -275,7 +276,8 @@ class Cassette:
             return f"{head} The file does not exist. {how}"
         close = nearest(request, [(e.number, e.request) for e in self._entries if e.kind == kind])
         if close is None:
-            what = {"run": "CLI runs", "batch": "provider batches"}.get(kind, "API calls")
+            what = {"run": "CLI runs", "batch": "provider batches", "mcp": "MCP exchanges"}
+            what = what.get(kind, "API calls")
             return f"{head} It holds no {what}. {how}"
         line, found = close
         return (

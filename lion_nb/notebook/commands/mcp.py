@@ -7,7 +7,8 @@ never sits in the notebook. ``--approve ask`` makes each call wait for Approve /
 turn view. A server added here is the notebook's: its tools are offered to a turn by naming
 it, ``%%lion -t NAME`` (a connected server's name is looked up before notebook functions).
 ``%lion mcp list`` shows servers, status and tools; ``%lion mcp remove NAME`` stops one.
-Adding a name again replaces that server (re-running the cell is safe). ``{expr}`` and
+Adding a name again replaces that server (re-running the cell is safe). Under ``%lion
+cassette`` the server's tools and answers are recorded, or replayed without starting it. ``{expr}`` and
 ``$name`` in the command and the URL are expanded from the notebook's namespace, as in any
 line magic.
 
@@ -72,6 +73,7 @@ async def _mcp_awaited(magics: Any, args: Any, *, assigned: bool = True) -> Any:
 async def _add(magics: Any, args: Any, servers: dict[str, Any]) -> Any:
     from ...errors import MCPError
     from ...mcp.server import MCPServer
+    from ...models.cassettes import CassetteError
 
     expand = magics.shell.var_expand  # `{python}`, `$TOKEN_FILE`: as in any line magic
     command = [expand(w) for w in args.command if w != "--"] if args.command else None
@@ -92,7 +94,7 @@ async def _add(magics: Any, args: Any, servers: dict[str, Any]) -> Any:
     server.approve = _APPROVE.get(args.approve) if args.approve else None  # type: ignore[attr-defined]
     try:
         await server.start()
-    except MCPError as exc:
+    except (MCPError, CassetteError) as exc:  # cannot start, or no recording of its tools
         raise UsageError(" ".join(str(exc).split())) from None
     old = servers.pop(args.name, None)
     if old is not None:
