@@ -250,7 +250,8 @@ def test_esc_stops_a_streaming_turn_and_keeps_what_came(light_again, jupyter_ser
     assert "word0" in kept and f"word{WORDS - 1}" not in kept  # what came, and only that
     assert "incomplete answer kept on the branch" in turn.inner_text()
     live = turn.locator(".lnb-live[role=status]").text_content()
-    assert live.startswith("story") and ": stopped, " in live, live
+    assert live.startswith("story") and ": stopped" in live, live
+    assert "incomplete answer kept" in live, live  # said once, with the end of the turn
     assert _focus_in(page, ".lnb-turn")  # Stop went away under nobody's focus
     run_cell(page, 3)
     assert "after 42" in cell_output(page, 3).inner_text()
