@@ -16,7 +16,7 @@ from typing import Any
 from ..models.media import IMAGE_TYPES, file_part, pdf_pages, sniff
 from .content import Content, fit_text, image_content
 
-__all__ = ["as_file_parts", "as_image_urls", "attachment_paths", "load_file"]
+__all__ = ["as_file_parts", "as_image_urls", "attachment_paths", "load_bytes", "load_file"]
 
 _LIMITS = {"application/pdf": 32 * 1024 * 1024, "image": 20 * 1024 * 1024}
 
@@ -32,9 +32,6 @@ def _limit(kind: str, size: int, name: str) -> None:
 
 def load_file(path: str | os.PathLike[str], *, budget: int | None = None) -> Content:
     """The file at ``path`` as content (see the module docstring)."""
-    from .convert import DEFAULT_BUDGET
-
-    budget = DEFAULT_BUDGET if budget is None else budget
     where = Path(path).expanduser()
     name = where.name
     if not where.is_file():
@@ -43,7 +40,17 @@ def load_file(path: str | os.PathLike[str], *, budget: int | None = None) -> Con
             f"`{path}`: {what}. Give the path of a file (relative to the notebook's folder, "
             f"{Path.cwd()}, or absolute)."
         )
-    data = where.read_bytes()
+    return load_bytes(name, where.read_bytes(), budget=budget, path=str(where.resolve()))
+
+
+def load_bytes(
+    name: str, data: bytes, *, budget: int | None = None, path: str | None = None
+) -> Content:
+    """A file's bytes as content, as `load_file` reads them (a file picked in `Chat` has a
+    name and bytes, no path)."""
+    from .convert import DEFAULT_BUDGET
+
+    budget = DEFAULT_BUDGET if budget is None else budget
     kind = sniff(data)
     if kind == "application/pdf":
         _limit(kind, len(data), name)
@@ -51,7 +58,7 @@ def load_file(path: str | os.PathLike[str], *, budget: int | None = None) -> Con
         count = f"{pages} page{'s' if pages != 1 else ''}" if pages else "PDF"
         return Content(
             text=f"[PDF: `{name}`, {count}, attached]",
-            files=[file_part(name, data, kind, path=str(where.resolve()))],
+            files=[file_part(name, data, kind, path=path)],
             summary=f"PDF, {count}",
         )
     if kind in IMAGE_TYPES:
@@ -63,8 +70,8 @@ def load_file(path: str | os.PathLike[str], *, budget: int | None = None) -> Con
         text = None
     if text is None or "\x00" in text:
         raise ValueError(
-            f"`{path}`: not a PDF, an image (PNG, JPEG, GIF, WebP) or UTF-8 text, so it cannot "
-            "be sent. Convert it to one of those first (e.g. export it as PDF)."
+            f"`{path or name}`: not a PDF, an image (PNG, JPEG, GIF, WebP) or UTF-8 text, so it "
+            "cannot be sent. Convert it to one of those first (e.g. export it as PDF)."
         )
     body = fit_text(text, budget)
     lines = text.count("\n") + (not text.endswith("\n"))
@@ -86,7 +93,9 @@ def as_file_parts(files: Any, *, budget: int | None = None) -> Content:
         if isinstance(item, dict) and item.get("type") == "file":  # a file part already
             out.files.append(item)
             continue
-        if isinstance(item, (str, os.PathLike)):
+        if isinstance(item, Content):  # a file read already (`load_bytes`)
+            got = item
+        elif isinstance(item, (str, os.PathLike)):
             got = load_file(item, budget=budget)
         else:
             got = to_content(item, budget=budget)

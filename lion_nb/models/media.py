@@ -18,7 +18,9 @@ import struct
 from typing import Any
 
 __all__ = [
+    "BLOB_PREFIX",
     "IMAGE_TYPES",
+    "blob_ref",
     "content_hash",
     "data_url",
     "describe_file",
@@ -104,6 +106,18 @@ def pdf_pages(data: bytes) -> int | None:
 def content_hash(data: bytes) -> str:
     """The SHA-256 of ``data``, hex: the name an image or file is kept under."""
     return hashlib.sha256(data).hexdigest()
+
+
+#: how a stored message or a cassette line names a ``data:`` URL kept once beside it
+BLOB_PREFIX = "lion-blob:sha256:"
+
+
+def blob_ref(url: str) -> tuple[str, str]:
+    """``(reference, hash)`` of a ``data:`` URL kept once by content hash (the store and the
+    cassettes): the SHA-256 of the URL's text, so the same URL is the same blob and reads back
+    exactly as written."""
+    digest = hashlib.sha256(url.encode("utf-8")).hexdigest()
+    return BLOB_PREFIX + digest, digest
 
 
 def data_url(data: bytes, media_type: str | None = None) -> str:

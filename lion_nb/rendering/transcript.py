@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -167,9 +168,14 @@ def _tool_block(request: Any, response: Any) -> list[str]:
     return lines
 
 
-def markdown_transcript(branch: Any, stats: BranchStats | None = None) -> str:
+def markdown_transcript(
+    branch: Any,
+    stats: BranchStats | None = None,
+    attachments: Callable[[Any], list[str]] | None = None,
+) -> str:
     """``branch`` as readable Markdown: one heading per message by role; a tool call with its
-    arguments and result in fenced blocks."""
+    arguments and result in fenced blocks. ``attachments(message)`` gives the Markdown lines
+    for a message's images and files (the export writes them beside the file and links them)."""
     stats = stats or scan(branch)
     pile = branch.messages
     lines = [f"# {branch_label(branch)}", ""]
@@ -198,4 +204,8 @@ def markdown_transcript(branch: Any, stats: BranchStats | None = None) -> str:
             names = ", ".join(f"`{c.get('name', '?')}`" for c in calls if isinstance(c, dict))
             text = f"*(asked for tools: {names})*"
         lines += [text, ""]
+        if attachments is not None and (
+            getattr(message, "images", None) or getattr(message, "files", None)
+        ):
+            lines += [*attachments(message), ""]
     return "\n".join(lines).rstrip() + "\n"

@@ -152,9 +152,10 @@ def _sync(m: _Mirror, *, full: bool = True) -> list[tuple]:
         if m.checks:
             m.recent, m.checks = {}, 0
         rows = []
+        blobs: dict[str, str] = {}
         for position in range(n, len(order)):
             message = pile[order[position]]
-            text = message_json(message)
+            text = message_json(message, blobs)
             rows.append((position, str(message.id), message.kind, text))
             m.ids.append(message.id)
             m.messages.append(message)
@@ -162,6 +163,8 @@ def _sync(m: _Mirror, *, full: bool = True) -> list[tuple]:
             m.recent[position] = text
         while len(m.recent) > RECENT:  # positions arrive in order: the first key is the oldest
             del m.recent[next(iter(m.recent))]
+        if blobs:
+            ops.append(("blobs", m.id, blobs))
         ops.append(("put", m.id, rows))
     ops.extend(_sync_logs(m))
     return ops
@@ -204,9 +207,10 @@ def _recheck(m: _Mirror, mutated: bool) -> list[tuple]:
         if now != m.revs:
             positions.update(p for p, (a, b) in enumerate(zip(now, m.revs, strict=True)) if a != b)
     rows = []
+    blobs: dict[str, str] = {}
     for position in sorted(positions):
         message = m.messages[position]
-        text = message_json(message)
+        text = message_json(message, blobs)
         if text != m.recent.get(position):
             rows.append((position, str(message.id), message.kind, text))
             if position in m.recent:
@@ -215,7 +219,9 @@ def _recheck(m: _Mirror, mutated: bool) -> list[tuple]:
     m.checks += 1
     if m.checks >= RECHECKS:
         m.recent.clear()
-    return [("put", m.id, rows)] if rows else []
+    if not rows:
+        return []
+    return [("blobs", m.id, blobs), ("put", m.id, rows)] if blobs else [("put", m.id, rows)]
 
 
 def _default_id(session: Session) -> str | None:

@@ -4,7 +4,10 @@
   `Branch.from_dict` reads back.
 - Markdown is the transcript the session explorer downloads (one transcript format for
   both; `lion_nb.rendering.transcript`, below the store, so the store imports no widget
-  code).
+  code). Written to a file, a message's images and files go beside it, each once by content
+  hash, in ``<name>_files/``, and the transcript links them; as text, they are described.
+- JSON keeps images and files inline as ``data:`` URLs: the file is the branch's projection,
+  which `Branch.from_dict` reads back as it is (the store keeps them once, `store.blobs`).
 - The DataFrame has one row per message, in order. pandas is an optional extra
   (``pip install 'lion-nb[pandas]'``); without it `to_dataframe` says so.
 
@@ -42,12 +45,64 @@ def to_json(branch: Branch, *, indent: int | None = 2) -> str:
     return json.dumps(data, indent=indent, ensure_ascii=False, default=str)
 
 
-def to_markdown(branch: Branch) -> str:
-    """The branch as a readable Markdown transcript (the explorer's)."""
+def to_markdown(branch: Branch, files: str | Path | None = None) -> str:
+    """The branch as a readable Markdown transcript (the explorer's). Images and files are
+    described in words; with ``files`` (a folder), each is written there once, by content
+    hash, and linked relative to the folder's parent (where the ``.md`` file goes)."""
     from ..models.secrets import scrub
     from ..rendering.transcript import markdown_transcript
 
-    return scrub(markdown_transcript(branch))
+    return scrub(markdown_transcript(branch, attachments=_Attachments(files)))
+
+
+class _Attachments:
+    """The Markdown lines of a message's images and files, writing each file once."""
+
+    def __init__(self, folder: str | Path | None):
+        self.folder = Path(folder) if folder is not None else None
+
+    def _write(self, url: str, name: str | None = None) -> str | None:
+        from ..models.media import content_hash, read_data_url
+
+        decoded = read_data_url(url)
+        if self.folder is None or decoded is None:
+            return None
+        kind, data = decoded
+        suffix = Path(name).suffix if name else ""
+        if not suffix:
+            suffix = "." + _SUFFIX.get(kind, "bin")
+        target = self.folder / (content_hash(data)[:16] + suffix)
+        if not target.exists():
+            self.folder.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        return f"{self.folder.name}/{target.name}"
+
+    def __call__(self, message: Any) -> list[str]:
+        from ..models.media import describe_file, describe_image
+
+        lines = []
+        for url in message.images or ():
+            words = describe_image(url)
+            link = self._write(url) if isinstance(url, str) else None
+            if link is None and isinstance(url, str) and url.startswith(("https://", "http://")):
+                link = url  # a link the message gave: kept as a link, as it was sent
+            lines.append(f"![{_escape(words)}](<{link}>)" if link else f"*[{words}]*")
+        for part in message.files or ():
+            info = part.get("file") if isinstance(part, dict) else None
+            info = info if isinstance(info, dict) else {}
+            words = describe_file(part)
+            name = str(info.get("filename") or "")
+            link = self._write(info.get("file_data"), name)
+            lines.append(f"[{_escape(words)}](<{link}>)" if link else f"*[{words}]*")
+        return lines
+
+
+_SUFFIX = {"image/png": "png", "image/jpeg": "jpg", "image/gif": "gif", "image/webp": "webp",
+           "application/pdf": "pdf", "text/plain": "txt"}  # fmt: skip
+
+
+def _escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
 
 
 def _usage(message: Any) -> tuple[Any, Any]:
@@ -117,7 +172,10 @@ def export_branch(branch: Branch, path: str | Path, fmt: str | None = None) -> P
             f"Cannot tell the format of `{target}`: name a `.json` or `.md` file, or pass "
             '`fmt="json"` or `fmt="markdown"`.'
         )
-    text = to_json(branch) if kind == "json" else to_markdown(branch)
+    if kind == "json":
+        text = to_json(branch)
+    else:  # images and files beside it, in `<name>_files/`
+        text = to_markdown(branch, files=target.parent / f"{target.stem}_files")
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(text, encoding="utf-8")
     return target

@@ -72,14 +72,23 @@ def _dumps(data: Any) -> str:
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
-def message_json(message: RoledMessage) -> str:
-    """One message as JSON text (what ``dump_message(message, "json")`` gives, serialized)."""
+def message_json(message: RoledMessage, blobs: dict[str, str] | None = None) -> str:
+    """One message as JSON text (what ``dump_message(message, "json")`` gives, serialized).
+    With ``blobs``, its images and files are references, their ``data:`` URLs added to
+    ``blobs`` by hash (`lion_nb.store.blobs`: kept once, however many messages repeat them)."""
     try:  # unset optional fields left out: smaller rows, faster restores, the same message
         text = message.model_dump_json(exclude_none=True)
     except Exception:  # a value in metadata pydantic cannot serialize: keep its text
         from pydantic_core import to_jsonable_python
 
         text = _dumps(to_jsonable_python(message.model_dump(exclude_none=True), fallback=str))
+    if blobs is not None and message.kind == "instruction" and '"data:' in text:
+        from .blobs import pack_message
+
+        data = json.loads(text)
+        packed = pack_message(data, blobs)
+        if packed is not data:
+            text = _dumps(packed)
     return _scrub(text)
 
 
@@ -142,9 +151,10 @@ class SessionRows:
     default_branch: str | None
     notebook: str | None
     branches: list[BranchRows] = field(default_factory=list)
+    blobs: dict[str, str] = field(default_factory=dict)  # hash -> data: URL (`store.blobs`)
 
 
-def _messages(rows: BranchRows) -> list[RoledMessage]:
+def _messages(rows: BranchRows, blobs: dict[str, str] | None = None) -> list[RoledMessage]:
     if not rows.ordered:
         from .errors import StoreCorruptError
 
@@ -154,7 +164,12 @@ def _messages(rows: BranchRows) -> list[RoledMessage]:
         )
     from ..protocols.messages import _adapter
 
-    return _adapter(True).validate_json(rows.messages)
+    messages = _adapter(True).validate_json(rows.messages)
+    if blobs is not None and "lion-blob:" in rows.messages:
+        from .blobs import unpack_messages
+
+        unpack_messages(messages, blobs)
+    return messages
 
 
 def _logs(rows: BranchRows) -> list[Log]:
@@ -163,7 +178,7 @@ def _logs(rows: BranchRows) -> list[Log]:
     return [Log.model_validate_json(data) for _, _, data in rows.logs]
 
 
-def build_branch(rows: BranchRows) -> Branch:
+def build_branch(rows: BranchRows, blobs: dict[str, str] | None = None) -> Branch:
     """A standalone Branch from its rows, built with the Branch constructor from the header
     (`Branch.from_dict`'s keys) and the validated messages in a Pile. The messages were
     validated one pass from JSON; going through ``from_dict`` would check them a second time,
@@ -174,7 +189,7 @@ def build_branch(rows: BranchRows) -> Branch:
     from ..session.branch import Branch
 
     data = json.loads(rows.header)
-    messages = _messages(rows)
+    messages = _messages(rows, blobs if blobs is not None else {})
     for position, message in enumerate(messages):
         if message.kind == "system" and position:
             from .errors import StoreCorruptError
@@ -240,7 +255,7 @@ def _build_session(rows: SessionRows) -> Session:
 
     data = json.loads(rows.header)
     session = Session.from_dict({**data, "branches": []})
-    branches = [build_branch(b) for b in rows.branches]
+    branches = [build_branch(b, rows.blobs) for b in rows.branches]
     session.include_branches(branches)
     if rows.default_branch and any(str(b.id) == rows.default_branch for b in branches):
         session.default_branch = rows.default_branch

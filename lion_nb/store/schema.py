@@ -7,7 +7,7 @@ removed, a change is a new entry at the end, and `SCHEMA_VERSION` is their count
 store applies the missing ones in one transaction (another process doing the same at the same
 moment waits on the write lock, then finds nothing left to do).
 
-Tables (version 3):
+Tables (version 4):
 
 ``sessions``  id, data (the Session's own fields as JSON), default_branch, notebook (the
               notebook's path when the front end tells it; version 2), owner (the process that
@@ -18,6 +18,8 @@ Tables (version 3):
               positions 0..n-1 are its progression
 ``logs``      (branch_id, id) -> seq, data (the log entry as JSON, secrets redacted)
 ``eval_runs`` id, name, created_at, data (an evaluation's rows and labels as JSON; version 3)
+``blobs``     hash -> data: the ``data:`` URL of an image or file that messages reference by
+              its hash, kept once however many messages carry it (`store.blobs`; version 4)
 
 Connections use WAL journaling with ``synchronous=NORMAL``: a commit survives the process
 being killed at any point (SQLite's journal guarantees it), and readers never wait for the
@@ -112,11 +114,18 @@ def _eval_runs(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX eval_runs_by_name ON eval_runs (name, created_at)")
 
 
+def _blobs(conn: sqlite3.Connection) -> None:
+    # an image repeated in every message of a branch is kept once (`lion_nb.store.blobs`);
+    # rows written before keep their images inline and read back as they are
+    conn.execute("CREATE TABLE blobs (hash TEXT PRIMARY KEY, data TEXT NOT NULL) WITHOUT ROWID")
+
+
 #: append-only; see the module docstring
 MIGRATIONS: tuple[Migration, ...] = (
     Migration("0001_initial", _initial),
     Migration("0002_notebook_label", _notebook_label),
     Migration("0003_eval_runs", _eval_runs),
+    Migration("0004_blobs", _blobs),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

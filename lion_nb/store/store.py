@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ItemNotFoundError
 from ..store_location import store_path
+from .blobs import find_refs
 from .errors import StoreError, conflict_error, translate
 from .rows import BranchRows, SessionRows
 from .units import Stream, Unit
@@ -136,6 +137,11 @@ def _op_put(conn: Any, sid: str, branch_id: str, rows: list[tuple[int, str, str,
     )
 
 
+def _op_blobs(conn: Any, sid: str, branch_id: str, blobs: dict[str, str]) -> None:
+    # by content hash: a blob already kept (by any message of any session) is not written again
+    conn.executemany("INSERT OR IGNORE INTO blobs (hash, data) VALUES (?, ?)", list(blobs.items()))
+
+
 def _op_cut(conn: Any, sid: str, branch_id: str, position: int) -> None:
     conn.execute(
         "DELETE FROM messages WHERE branch_id = ? AND position >= ?", (branch_id, position)
@@ -161,6 +167,7 @@ _OPS: dict[str, Callable[..., None]] = {
     "order": _op_order,
     "drop": _op_drop,
     "put": _op_put,
+    "blobs": _op_blobs,
     "cut": _op_cut,
     "log": _op_log,
     "unlog": _op_unlog,
@@ -204,7 +211,30 @@ def _read_session(conn: Any, sid: str) -> SessionRows | None:
             "SELECT id, seq, data FROM logs WHERE branch_id = ? ORDER BY seq", (branch_id,)
         ).fetchall()
         rows.branches.append(branch)
+    wanted: set[str] = set()
+    for branch in rows.branches:
+        wanted |= find_refs(branch.messages)
+    if wanted:
+        rows.blobs = _read_blobs(conn, wanted)
     return rows
+
+
+def _read_blobs(conn: Any, hashes: set[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    keys = sorted(hashes)
+    for start in range(0, len(keys), 500):  # under SQLite's limit on bound parameters
+        chunk = keys[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        out.update(conn.execute(f"SELECT hash, data FROM blobs WHERE hash IN ({marks})", chunk))
+    return out
+
+
+def _forget_blobs(conn: Any) -> int:
+    """Delete the blobs no message references any more (after a session is deleted)."""
+    return conn.execute(
+        "DELETE FROM blobs WHERE NOT EXISTS (SELECT 1 FROM messages "
+        "WHERE instr(messages.data, blobs.hash) > 0)"
+    ).rowcount
 
 
 _SEP = "\x1f"  # the unit separator: never in an id
@@ -447,6 +477,7 @@ class SessionStore:
         def job(conn: Any) -> bool:
             conn.execute("BEGIN IMMEDIATE")
             deleted = _delete_session(conn, full)
+            _forget_blobs(conn)
             conn.execute("COMMIT")
             return bool(deleted)
 

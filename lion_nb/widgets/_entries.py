@@ -6,7 +6,8 @@ An entry is what the front end draws for one item of the conversation:
 
 - ``system``, ``instruction`` and ``assistant_response`` messages are one entry each, their
   text rendered as Markdown through the shared sanitizer (raw HTML off, allowlist) with code
-  blocks highlighted;
+  blocks highlighted; an instruction's images and files are its ``attachments`` (images by
+  content hash, their ``data:`` URLs in the view's one ``media`` map; files as chips);
 - an ``action_request`` and its ``action_response`` are one ``action`` entry: the function
   (and ``server``, the MCP server that ran it; ``approval``, when a decision was recorded),
   its arguments and its result (escaped, never rendered as HTML), with ``pending`` while no
@@ -27,7 +28,7 @@ from typing import Any
 from ..rendering.transcript import json_text
 from ..rendering.transcript import usage_tokens as _tokens
 
-__all__ = ["EntryCache", "json_text", "message_entry", "plain_text"]
+__all__ = ["EntryCache", "attachments", "json_text", "message_entry", "plain_text", "take_media"]
 
 _ROLES = {
     "system": "system",
@@ -118,7 +119,78 @@ def message_entry(message: Any, index: int, response: Any = None) -> dict[str, A
         if not text and calls:
             names = ", ".join(escape(str(c.get("name", "?"))) for c in calls)
             entry["html"] = f"<p><em>asked for tools: {names}</em></p>"
+        shown, media = attachments(message)
+        if shown:
+            entry["attachments"], entry["media"] = shown, media
     return entry
+
+
+def attachments(message: Any) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """``(shown, media)`` for a message's images and files. ``shown`` is one item each, in
+    order: an image as ``{"type": "image", "ref", "alt"}``, a file (or an image on the web,
+    never fetched) as a chip ``{"type": "file", "name", "label"}``. ``media`` maps each
+    ``ref`` (the content hash) to its ``data:`` URL: a view sends it once however many
+    messages show the same image."""
+    images = getattr(message, "images", None) or ()
+    files = getattr(message, "files", None) or ()
+    if not images and not files:
+        return [], {}
+    from ..models.media import blob_ref, describe_image, read_data_url
+
+    shown: list[dict[str, Any]] = []
+    media: dict[str, str] = {}
+    for url in images:
+        alt = describe_image(url)
+        decoded = read_data_url(url)
+        if decoded is None or not decoded[0].startswith("image/"):
+            shown.append({"type": "file", "name": "image", "label": alt})
+            continue
+        digest = blob_ref(url)[1]
+        media[digest] = url
+        shown.append({"type": "image", "ref": digest, "alt": alt})
+    for part in files:
+        shown.append(file_chip(part))
+    return shown, media
+
+
+def file_chip(part: Any) -> dict[str, Any]:
+    """A file part as a chip: its name, and its kind with its pages or size in words."""
+    from ..models.media import pdf_pages, read_data_url
+
+    info = part.get("file") if isinstance(part, dict) else None
+    info = info if isinstance(info, dict) else {}
+    name = str(info.get("filename") or "file")
+    decoded = read_data_url(info.get("file_data"))
+    if decoded is None:
+        return {"type": "file", "name": name, "label": "file"}
+    kind, data = decoded
+    words = [_KINDS.get(kind, kind.split("/")[-1].upper())]
+    if kind == "application/pdf" and (pages := pdf_pages(data)):
+        words.append(f"{pages} page{'s' if pages != 1 else ''}")
+    words.append(_size(len(data)))
+    return {"type": "file", "name": name, "label": " · ".join(words)}
+
+
+_KINDS = {"application/pdf": "PDF", "text/plain": "text"}
+
+
+def _size(n: int) -> str:
+    if n < 1024:
+        return f"{n} bytes"
+    if n < 1024 * 1024:
+        return f"{n / 1024:.0f} KB"
+    return f"{n / 2**20:.1f} MB"
+
+
+def attachments_text(entry: dict[str, Any]) -> str:
+    """An entry's attachments in words (the plain-text and static renderings)."""
+    parts = []
+    for item in entry.get("attachments") or ():
+        if item["type"] == "image":
+            parts.append(f"[{item['alt']}]")
+        else:
+            parts.append(f"[{item['name']}: {item['label']}]")
+    return " ".join(parts)
 
 
 def _tool_origin(entry: dict[str, Any], message: Any, response: Any) -> None:
@@ -142,12 +214,24 @@ def plain_text(entry: dict[str, Any], message: Any, response: Any = None) -> str
         result = "(running)" if answer is None else _short(answer.rendered, 200)
         args = _short(json_text(message.arguments), 120)
         return f"tool {tool_label(entry)}({args}) → {result}"
-    return f"{entry['role']}: {message.rendered or ''}"
+    extra = attachments_text(entry)
+    return f"{entry['role']}: {message.rendered or ''}" + (f" {extra}" if extra else "")
 
 
 def _short(text: str, limit: int) -> str:
     text = text.replace("\n", " ")
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def take_media(entries: list[dict[str, Any]]) -> dict[str, str]:
+    """The ``media`` of ``entries`` (copies from `EntryCache.entry`), taken out of each entry:
+    a view keeps them in one ``media`` map, each image once."""
+    media: dict[str, str] = {}
+    for entry in entries:
+        found = entry.pop("media", None)
+        if found:
+            media.update(found)
+    return media
 
 
 class EntryCache:

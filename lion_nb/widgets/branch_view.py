@@ -14,6 +14,9 @@ that replaced a turn) are picked up by `refresh`.
 Screen readers hear the end of a turn once, through `announce` (a polite status region),
 not each streamed chunk: the streamed text is a live region kept ``aria-busy`` while it grows.
 
+A message's images are drawn from ``data:`` URLs only, each kept once in ``media`` however
+many messages show it; its files are chips (name, kind, pages or size). Nothing is fetched.
+
 Per-message actions the reader can click (``fork`` in the explorer, say) are offered with
 `on_action`; the front end sends the message id and the handler gets the message.
 """
@@ -28,7 +31,7 @@ import anywidget
 import traitlets
 
 from ._base import STATIC, StaticFallback, call_safely, release, stylesheet
-from ._entries import EntryCache, plain_text, tool_label
+from ._entries import EntryCache, attachments_text, plain_text, take_media, tool_label
 from ._throttle import Throttle
 
 __all__ = ["BranchView"]
@@ -44,6 +47,8 @@ class BranchView(StaticFallback, anywidget.AnyWidget):
 
     title = traitlets.Unicode("").tag(sync=True)
     entries = traitlets.List(traitlets.Dict()).tag(sync=True)
+    #: content hash -> ``data:`` URL of the images the window's entries show (each once)
+    media = traitlets.Dict().tag(sync=True)
     total = traitlets.Int(0).tag(sync=True)
     start = traitlets.Int(0).tag(sync=True)
     page_size = traitlets.Int(50).tag(sync=True)
@@ -194,7 +199,11 @@ class BranchView(StaticFallback, anywidget.AnyWidget):
             self.title = self._branch.name or str(self._branch.id)[:8]
             self.total = len(self._branch.messages)
             self.start = start
-            self.entries = [entry for entry, _m, _r in made]
+            entries = [entry for entry, _m, _r in made]
+            media = take_media(entries)
+            if media != self.media:
+                self.media = media
+            self.entries = entries
             self.stream_html = markdown_html(text) if text else ""  # highlighted once recorded
 
     # -- static renderings -----------------------------------------------------------------------
@@ -239,4 +248,6 @@ def static_entry_html(entry: dict[str, Any]) -> str:
             f"<details><summary>🔧 <code>{escape(tool_label(entry))}</code> · {state}</summary>"
             f"<div>arguments</div>{entry['arguments']}<div>result</div>{entry['result']}</details>"
         )
-    return f"<div><p><strong>{role}</strong></p>{entry['html']}</div><hr>"
+    extra = attachments_text(entry)
+    extra = f"<p><em>{escape(extra)}</em></p>" if extra else ""
+    return f"<div><p><strong>{role}</strong></p>{entry['html']}{extra}</div><hr>"

@@ -22,6 +22,10 @@ Decisions:
   it. Removal goes through `MessageManager.remove_message` / `clear_messages`, which also drop
   the cached request rendering; the view is then refreshed (removals send no signal).
 - Re-run sends the turn's text again with the operation selected now.
+- "Attach a file" (in the `ChatInput`) attaches a file to the next message, as ``files=``;
+  the operations that take none (``ReAct``, ``interpret``, registered ones) refuse a message
+  with files rather than drop them. A message that leaves nothing on the branch gets its
+  files back, as it gets its text back.
 - The message box is a multi-line `ChatInput`: Enter sends, Shift+Enter starts a new line.
   Its value is synced as typed, so it is current when its ``submit`` message arrives. Esc
   anywhere in the chat stops a running answer, as Stop does.
@@ -50,6 +54,7 @@ __all__ = ["DEFAULT_OPERATIONS", "Chat"]
 DEFAULT_OPERATIONS = ("communicate", "chat", "operate", "ReAct", "interpret")
 _BUILTIN = (*DEFAULT_OPERATIONS, "run")
 _UNRECORDED = ("chat", "interpret")
+_WITH_FILES = ("communicate", "chat", "operate", "run")  # the operations that take files=
 _ERROR_LIMIT = 300  # characters of an error shown in the status line
 _ANNOUNCED = 300  # characters of an answer read out when its turn ends
 
@@ -60,6 +65,8 @@ class _Run:
 
     text: str
     op: str
+    files: list = field(default_factory=list)  # attached files (`Content`), sent as files=
+    chips: list = field(default_factory=list)  # their chips, to attach them again
     before: set = field(default_factory=set)
     started: float = field(default_factory=time.monotonic)
     finished: bool = False
@@ -92,6 +99,7 @@ class Chat(StaticFallback, widgets.VBox):
             raise ValueError(f"`operation={operation!r}` is not one of `operations`: {names}.")
         self.view = BranchView(branch, **view_kw)
         self.input = ChatInput(
+            on_error=self._attach_failed,
             placeholder=placeholder,
             label=f"message to {branch.name or 'the branch'}",
             layout=widgets.Layout(flex="1 1 auto", width="auto"),
@@ -161,12 +169,30 @@ class Chat(StaticFallback, widgets.VBox):
         return self._task
 
     # -- sending ---------------------------------------------------------------------------------
-    async def send(self, text: str, *, operation: str | None = None) -> Any:
+    async def send(
+        self, text: str, *, operation: str | None = None, files: list | None = None
+    ) -> Any:
         """Send ``text`` as typing it would, and return the operation's result (``None`` when
-        stopped). A failure is shown in the status and raised here."""
-        return await _outcome(self._start(text, operation))
+        stopped). ``files`` go with it (paths, bytes, anything the verbs' ``files=`` takes).
+        A failure is shown in the status and raised here."""
+        return await _outcome(self._start(text, operation, files=files))
 
-    def _start(self, text: str, operation: str | None = None) -> asyncio.Task:
+    def attach(self, source: Any, name: str | None = None) -> None:
+        """Attach a file to the next message, as "Attach a file" does (a path, or bytes and
+        their ``name``)."""
+        self.input.attach(source, name=name)
+
+    def _attach_failed(self, reason: str) -> None:
+        self.view.status = f"error · {reason}"
+
+    def _start(
+        self,
+        text: str,
+        operation: str | None = None,
+        *,
+        files: list | None = None,
+        chips: list | None = None,
+    ) -> asyncio.Task:
         text = (text or "").strip()
         if not text:
             raise ValueError("Nothing to send: the message is empty.")
@@ -177,9 +203,15 @@ class Chat(StaticFallback, widgets.VBox):
             )
         op = operation or self.operation
         _check_operation(self.branch, op)
+        if files and op not in _WITH_FILES:
+            raise ValueError(
+                f"`{op}` takes no files: send them with {', '.join(_WITH_FILES)}, or remove "
+                "them (each attachment has a remove button)."
+            )
         loop = asyncio.get_running_loop()  # RuntimeError outside a running loop
         self._set_running(True)
-        run = _Run(text, op, before=set(self.branch.messages.keys()))
+        run = _Run(text, op, list(files or ()), list(chips or ()))
+        run.before = set(self.branch.messages.keys())
         task = loop.create_task(self._run(run))
         task.add_done_callback(lambda t: self._done(t, run))
         self._task = task
@@ -191,11 +223,12 @@ class Chat(StaticFallback, widgets.VBox):
         if not text or self.running:
             return
         try:
-            self._start(text)
-        except RuntimeError as exc:  # no running event loop
+            self._start(text, files=self.input.files, chips=list(self.input.attached))
+        except (RuntimeError, ValueError) as exc:  # no running event loop; files refused
             self.view.status = f"error · {exc}"
             return
         self.input.value = ""
+        self.input.take_files()
 
     def _on_input_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
         event = content.get("event") if isinstance(content, dict) else None
@@ -219,7 +252,7 @@ class Chat(StaticFallback, widgets.VBox):
             from ..models.endpoints import streaming_to
 
             with streaming_to(view.stream):
-                result = await _call(self.branch, run.op, run.text)
+                result = await _call(self.branch, run.op, run.text, run.files)
         except asyncio.CancelledError:
             self._finish(run, "stopped")
             raise
@@ -253,6 +286,8 @@ class Chat(StaticFallback, widgets.VBox):
                 self._turn_of[str(message.id)] = (first, run.text)
         elif outcome != "done" and not self.input.value:
             self.input.value = run.text  # nothing of it on the branch: keep it for another try
+            if run.files:
+                self.input.put_back(run.files, run.chips)
         view.end_stream()
         if outcome == "error":
             parts = [outcome, run.op, describe_error(error)]
@@ -426,14 +461,16 @@ def _check_operation(branch: Any, name: str) -> None:
         )
 
 
-async def _call(branch: Any, op: str, text: str) -> Any:
-    """Run ``op`` on ``branch`` with ``text`` as the instruction."""
+async def _call(branch: Any, op: str, text: str, files: list | None = None) -> Any:
+    """Run ``op`` on ``branch`` with ``text`` as the instruction (and ``files``, for the
+    operations that take them)."""
+    extra = {"files": files} if files else {}
     if op == "communicate":
-        return await branch.communicate(text)
+        return await branch.communicate(text, **extra)
     if op == "chat":
-        return await branch.chat(text)
+        return await branch.chat(text, **extra)
     if op == "operate":
-        return await branch.operate(instruction=text, actions=bool(branch.tools))
+        return await branch.operate(instruction=text, actions=bool(branch.tools), **extra)
     if op == "ReAct":
         return await branch.ReAct({"instruction": text})
     if op == "interpret":
@@ -442,7 +479,7 @@ async def _call(branch: Any, op: str, text: str) -> Any:
         from contextlib import aclosing
 
         parts: list[str] = []
-        async with aclosing(branch.run(text)) as stream:
+        async with aclosing(branch.run(text, **extra)) as stream:
             async for message in stream:
                 if message.kind == "assistant_response" and message.response:
                     parts.append(message.response)

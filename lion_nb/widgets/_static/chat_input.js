@@ -2,6 +2,9 @@
 // in every chat app); Esc, anywhere in the chat, stops the running answer.
 // While a run is in progress the box is read-only, not disabled: a disabled box would drop
 // the keyboard focus, and Esc would then have nowhere to be pressed.
+// "Attach a file" opens the browser's file picker (a native file input, hidden: the button
+// is what the keyboard reaches); the picked file's bytes go to the kernel, which lists it as
+// a chip with a "remove" button until the next message takes it.
 
 function render({ model, el: root }) {
   const box = document.createElement("div");
@@ -12,8 +15,61 @@ function render({ model, el: root }) {
   area.setAttribute("aria-keyshortcuts", "Enter Shift+Enter Escape");
   // JupyterLab's shortcuts (Shift+Enter runs the cell) stay out of the box.
   area.setAttribute("data-lm-suppress-shortcuts", "true");
-  box.append(area);
+  const picker = document.createElement("input");
+  picker.type = "file";
+  picker.hidden = true;
+  picker.tabIndex = -1;
+  picker.className = "lnb-attach-input";
+  const attach = document.createElement("button");
+  attach.type = "button";
+  attach.className = "lnb-attach";
+  attach.textContent = "Attach a file";
+  attach.title = "attach a file (PDF, image or text) to the next message";
+  attach.addEventListener("click", () => picker.click());
+  picker.addEventListener("change", async () => {
+    for (const file of Array.from(picker.files || [])) {
+      const data = await file.arrayBuffer();
+      model.send({ event: "attach", name: file.name, type: file.type }, undefined, [data]);
+    }
+    picker.value = "";
+  });
+  const chips = document.createElement("div");
+  chips.className = "lnb-attachments lnb-attached-files";
+  chips.setAttribute("role", "list");
+  chips.setAttribute("aria-label", "files attached to the next message");
+  const column = document.createElement("div");
+  column.className = "lnb-chat-column";
+  column.append(chips, area);
+  box.append(attach, picker, column);
   root.append(box);
+
+  function drawChips() {
+    const items = model.get("attached") || [];
+    chips.hidden = !items.length;
+    chips.replaceChildren(...items.map((item, index) => {
+      const cell = document.createElement("div");
+      cell.setAttribute("role", "listitem");
+      const chip = document.createElement("span");
+      chip.className = "lnb-chip";
+      const name = document.createElement("span");
+      name.className = "lnb-chip-name";
+      name.textContent = item.name;
+      const label = document.createElement("span");
+      label.className = "lnb-chip-label";
+      label.textContent = item.label;
+      const remove = document.createElement("button");
+      remove.type = "button";
+      remove.textContent = "remove";
+      remove.setAttribute("aria-label", `remove ${item.name}`);
+      remove.addEventListener("click", () => {
+        model.send({ event: "detach", index });
+        attach.focus();
+      });
+      chip.append(name, label, remove);
+      cell.append(chip);
+      return cell;
+    }));
+  }
 
   function fit() {
     area.style.height = "auto";
@@ -31,6 +87,7 @@ function render({ model, el: root }) {
     area.placeholder = model.get("placeholder");
     area.setAttribute("aria-label", model.get("label"));
     const busy = model.get("disabled");
+    attach.disabled = busy;
     area.readOnly = busy;
     area.setAttribute("aria-disabled", String(busy));
   }
@@ -89,11 +146,14 @@ function render({ model, el: root }) {
   };
   const names = ["value", "placeholder", "label", "disabled"];
   for (const name of names) model.on(`change:${name}`, draw);
+  model.on("change:attached", drawChips);
   model.on("msg:custom", onMessage);
   draw();
+  drawChips();
   return () => {
     window.removeEventListener("keydown", onKey, true);
     for (const name of names) model.off(`change:${name}`, draw);
+    model.off("change:attached", drawChips);
     model.off("msg:custom", onMessage);
   };
 }

@@ -33,6 +33,33 @@ function callName(ask) {
   return ask.server ? `call to ${ask.tool} from ${ask.server}` : `call to ${ask.tool}`;
 }
 
+// The turn's images (from `data:image/...` URLs in `media` only: nothing is fetched, alt text
+// describes each) and files (chips: name, kind, pages or size). As BranchView draws them.
+function drawAttachments(items, media) {
+  const list = [];
+  for (const item of items || []) {
+    const cell = el("div", "lnb-attachment");
+    cell.setAttribute("role", "listitem");
+    const src = item.type === "image" ? (media || {})[item.ref] : undefined;
+    if (typeof src === "string" && /^data:image\/(png|jpeg|gif|webp)[;,]/.test(src)) {
+      const img = el("img", "lnb-attached-image");
+      img.alt = item.alt;
+      img.title = item.alt;
+      img.src = src;
+      cell.append(img);
+    } else {
+      const chip = el("span", "lnb-chip");
+      const name = item.type === "image" ? "image" : item.name;
+      const label = item.type === "image" ? item.alt : item.label;
+      chip.append(el("span", "lnb-chip-name", name), el("span", "lnb-chip-label", label));
+      chip.title = `${name}: ${label}`;
+      cell.append(chip);
+    }
+    list.push(cell);
+  }
+  return list;
+}
+
 function drawAsk(ask, model) {
   // a tool call waiting for approval (approve="ask"): Approve / Deny / always for this tool
   const box = el("div", "lnb-ask");
@@ -115,7 +142,10 @@ function render({ model, el: root }) {
   live.setAttribute("role", "status");
   live.setAttribute("aria-live", "polite");
   live.setAttribute("aria-atomic", "true");
-  box.append(head, note, steps, asks, text, budget, footer, live);
+  const attached = el("div", "lnb-attachments");
+  attached.setAttribute("role", "list");
+  attached.setAttribute("aria-label", "attachments");
+  box.append(head, note, attached, steps, asks, text, budget, footer, live);
   box.tabIndex = -1;
   box.setAttribute("role", "group");
   root.append(box);
@@ -228,6 +258,14 @@ function render({ model, el: root }) {
     text.innerHTML = model.get("text_html");
     text.hidden = !model.get("text_html");
   }
+  function drawAttached() {
+    const items = model.get("attachments");
+    attached.replaceChildren(...drawAttachments(items, model.get("media")));
+    attached.hidden = !items.length;
+  }
+  model.on("change:attachments", drawAttached);
+  model.on("change:media", drawAttached);
+  drawAttached();
   const names = ["head", "status", "running", "stoppable", "tokens", "elapsed", "note"];
   for (const name of names) model.on(`change:${name}`, drawHead);
   model.on("change:steps", drawSteps);
@@ -249,6 +287,8 @@ function render({ model, el: root }) {
     model.off("change:text_html", drawText);
     model.off("change:footer", drawFooter);
     model.off("change:budget", drawBudget);
+    model.off("change:attachments", drawAttached);
+    model.off("change:media", drawAttached);
   };
 }
 
