@@ -27,7 +27,8 @@ Decisions:
   with files rather than drop them. A message that leaves nothing on the branch gets its
   files back, as it gets its text back.
 - The message box is a multi-line `ChatInput`: Enter sends, Shift+Enter starts a new line.
-  Its value is synced as typed, so it is current when its ``submit`` message arrives. Esc
+  Its value is synced as typed, and the ``submit`` message carries the whole text, which
+  a lagging sync of the last keys cannot cut short. Esc
   anywhere in the chat stops a running answer, as Stop does.
 - The keyboard focus stays where the reader was: in the box after Enter or Send (the box is
   read-only, not disabled, during a run), and back in the box after Stop (Stop is disabled
@@ -233,6 +234,9 @@ class Chat(StaticFallback, widgets.VBox):
     def _on_input_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
         event = content.get("event") if isinstance(content, dict) else None
         if event == "submit":
+            typed = content.get("value")
+            if isinstance(typed, str):  # the whole text, even if its last keys' sync lags
+                self.input.value = typed
             call_safely(self._submit)
         elif event == "stop":  # Esc
             call_safely(self.stop)

@@ -3,7 +3,7 @@ its attach button.
 
 A stock ``ipywidgets.Text`` is one line and a ``Textarea`` has no Enter-to-send, so the box
 is a small anywidget (front end ``_static/chat_input.js``): Enter sends (a ``submit`` custom
-message, after the typed value is synced), Shift+Enter starts a new line, and Esc anywhere
+message carrying the text typed), Shift+Enter starts a new line, and Esc anywhere
 in the `Chat` sends ``stop``. ``disabled`` makes the box read-only rather than disabled, so
 the keyboard focus stays in it during a run. It keeps the `Text` surface Chat relies on:
 ``value``, ``placeholder``, ``disabled``, ``focus()`` and ``blur()``.

@@ -524,6 +524,20 @@ def test_esc_in_the_chat_stops_a_streaming_answer_and_keeps_what_came():
     assert sent_to_box == []  # Esc keeps the focus where it was
 
 
+def test_enter_sends_the_whole_text_even_when_the_last_keys_sync_late():
+    branch = _branch(_scripted("Noted."))
+    chat = Chat(branch)
+
+    async def main():
+        _front_end(chat.input, "update", {"value": "What is in i"})  # the last keys are held back
+        _front_end(chat.input, "custom", {"event": "submit", "value": "What is in it?"})
+        await asyncio.wait([chat.task])
+
+    asyncio.run(main())
+    assert [m.instruction for m in branch.messages if m.kind == "instruction"] == ["What is in it?"]
+    assert chat.input.value == ""
+
+
 def test_send_and_stop_give_the_focus_back_to_the_box():
     branch = _branch(_scripted(" ".join(["slow"] * 400), delay=0.05))
     chat = Chat(branch)

@@ -75,9 +75,9 @@ function render({ model, el: root }) {
     area.style.height = "auto";
     area.style.height = `${area.scrollHeight + 2}px`;
   }
-  // Values this box sent, until the next submit: the kernel echoes each one back, and an
-  // echo arriving after more was typed must not put the older text back.
-  const sent = new Set();
+  // Values this box sent: the kernel echoes each one back, and an echo arriving after more
+  // was typed (or after the message went) must not put the older text back.
+  let sent = new Set();
   function draw() {
     const value = model.get("value");
     if (area.value !== value && !sent.has(value)) {
@@ -127,10 +127,14 @@ function render({ model, el: root }) {
       return;
     }
     if (model.get("disabled")) return;
-    sync(); // the value reaches the kernel before the submit does
-    sent.clear(); // from here, a value from the kernel (the box emptied, or the text given
-    // back after a stop) is the kernel's own
-    model.send({ event: "submit" });
+    const text = area.value;
+    sync();
+    // The message carries its text: ipywidgets holds back value updates while earlier ones
+    // are unanswered, and a custom message is never held back, so it could overtake them.
+    // From here the text sent is the kernel's to give back (after a stop); the values typed
+    // on the way to it stay ours, so their late echoes are ignored.
+    sent = new Set([...sent].filter((value) => value !== text));
+    model.send({ event: "submit", value: text });
   });
   // Esc from any other part of the chat (the view, Stop, the picker): on `window`, in the
   // capture phase, so it is seen before JupyterLab's own key handling.
