@@ -187,7 +187,8 @@ def test_a_forked_cli_turn_starts_a_fresh_agent_session(agent_cells):
     assert len(agent.endpoint.calls) == 2  # the old session was not resumed
     assert agent.provider_session_id == old_session  # `ag~1` keeps its agent
     fork = get("ag")
-    fresh = notebook_state().models[(str(fork.id), "agent")]
+    fresh, source = notebook_state().models[(str(fork.id), "agent")]
+    assert source is agent  # made from the `agent` variable as it is now
     assert fresh is not agent and fresh.endpoint.calls[0].resume is None
     assert "starts a fresh session" in ran.last["text/plain"] and "ag~1" in ran.last["text/plain"]
     # the fork's next turn resumes the fork's own new session

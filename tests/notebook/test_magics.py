@@ -88,6 +88,16 @@ def test_model_for_one_turn_on_an_existing_branch_by_variable_alias_and_string(n
     assert nb.user_ns["m1"].endpoint.calls  # the variable's model was used
 
 
+def test_a_model_variable_defined_again_gives_the_next_turn_the_new_model(nb):
+    make = 'talker = iModel(provider="offline", model="scripted", responses=["{}"])'
+    run(nb, make.format("first"))
+    assert run(nb, "%%lion -m talker -o said\nHello").error is None
+    run(nb, make.format("second"))  # the cell run again: a new model with a fresh script
+    ran = run(nb, "%%lion -m talker -o said\nHello again")
+    assert ran.error is None, ran
+    assert nb.user_ns["said"] == "second"
+
+
 @pytest.mark.parametrize(
     ("op", "expect"),
     [("chat", 0), ("communicate", 2), ("interpret", 0)],

@@ -235,7 +235,8 @@ def _fresh_agent(magics: Any, branch: Any, model: Any, spec: str | None) -> Any:
     if model is not None:
         fresh = model.copy()
         if spec:
-            magics.state.models[(str(branch.id), spec)] = fresh  # later `-m` turns resume it
+            source = _named_model(magics, spec)  # later `-m` turns resume it
+            magics.state.models[(str(branch.id), spec)] = (fresh, source)
         return fresh
     if branch.chat_model.provider_session_id:  # a fork's clone already has a fresh copy
         branch.chat_model = branch.chat_model.copy()
@@ -250,15 +251,27 @@ def default_model(magics: Any) -> Any:
 
 
 def model_for(magics: Any, spec: str, branch: Any) -> Any:
-    """The iModel for ``spec`` on ``branch``, reused across turns so a CLI agent resumes."""
+    """The iModel for ``spec`` on ``branch``, reused across turns so a CLI agent resumes --
+    while ``spec`` still means what it meant: a notebook variable that was given a new
+    ``iModel`` (its cell run again) gives the next turn the new model, never the old one."""
     key = (str(branch.id) if branch is not None else "", spec)
+    source = _named_model(magics, spec)
     cached = magics.state.models.get(key)
-    if cached is not None and branch is not None:
-        return cached
+    if cached is not None and branch is not None and cached[1] is source:
+        return cached[0]
     model = resolve_model(spec, magics.shell.user_ns, dict(magics.aliases))
     if branch is not None:
-        magics.state.models[key] = model
+        magics.state.models[key] = (model, source)
     return model
+
+
+def _named_model(magics: Any, spec: str) -> Any:
+    """The ``iModel`` the notebook variable ``spec`` holds now (``None``: not such a name)."""
+    from ...models.imodel import iModel
+
+    spec = spec.strip()
+    named = magics.shell.user_ns.get(spec) if spec.isidentifier() else None
+    return named if isinstance(named, iModel) else None
 
 
 def _check_operation(

@@ -91,7 +91,8 @@ class NotebookState:
         self.errors = ErrorLog()
         self.signals: deque[Any] = deque(maxlen=signal_log_size)
         self.runs: dict[int, Any] = {}
-        self.models: dict[tuple[str, str], Any] = {}
+        #: (branch id, `-m` spec) -> (iModel, the notebook variable it came from, or None)
+        self.models: dict[tuple[str, str], tuple[Any, Any]] = {}
         self.hooked_cell_id: str | None = None
         self.foreground_stop: Callable[[], bool] | None = None
         self.mcp: dict[str, Any] = {}  # `%lion mcp add` servers by name
