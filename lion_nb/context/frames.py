@@ -10,6 +10,7 @@ or sorts it, so a 1,000,000-row frame takes a fraction of a second.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..tokens import estimate_tokens
@@ -51,6 +52,24 @@ def _shape(kind: str, rows: int, cols: int | None) -> str:
 def _summary(rows: int, cols: int | None, sample: int) -> str:
     shape = f"{rows:,} × {cols:,}" if cols is not None else f"{rows:,} values"
     return f"{shape}, {sample}-row sample" if sample else f"{shape}, no sample"
+
+
+def _frame_content(
+    head: str,
+    schema: str,
+    stats: str,
+    sample: Callable[[int], str],
+    rows: int,
+    cols: int,
+    budget: int,
+) -> Content:
+    """A data frame's sections with the most sampled rows (``sample(n)``: ``n`` from each end)
+    that fit ``budget``; last, without statistics or sample."""
+    candidates = [[head, schema, stats, sample(n)] for n in _SAMPLES]
+    candidates.append([head, schema, "", ""])
+    text, i = _fit(candidates, budget)
+    shown = _SAMPLES[i] * 2 if i < len(_SAMPLES) else 0
+    return Content(text=text, summary=_summary(rows, cols, min(shown, rows)))
 
 
 def _num(value: Any) -> str:
@@ -110,11 +129,7 @@ def pandas_frame(frame: Any, name: str | None, budget: int) -> Content:
     )
     head = _shape("DataFrame", rows, cols)
     stats = _pd_stats(frame, nulls) if rows else ""
-    candidates = [[head, schema, stats, _pd_sample(frame, n)] for n in _SAMPLES]
-    candidates.append([head, schema, "", ""])
-    text, i = _fit(candidates, budget)
-    sample = _SAMPLES[i] * 2 if i < len(_SAMPLES) else 0
-    return Content(text=text, summary=_summary(rows, cols, min(sample, rows)))
+    return _frame_content(head, schema, stats, lambda n: _pd_sample(frame, n), rows, cols, budget)
 
 
 def pandas_series(series: Any, name: str | None, budget: int) -> Content:
@@ -173,11 +188,7 @@ def polars_frame(frame: Any, name: str | None, budget: int) -> Content:
             for c, s in zip(numeric, table, strict=True)
         ]
         stats = "Summary statistics (numeric columns):\n" + "\n".join(lines)
-    candidates = [[head, schema, stats, _pl_sample(frame, n)] for n in _SAMPLES]
-    candidates.append([head, schema, "", ""])
-    text, i = _fit(candidates, budget)
-    sample = _SAMPLES[i] * 2 if i < len(_SAMPLES) else 0
-    return Content(text=text, summary=_summary(rows, cols, min(sample, rows)))
+    return _frame_content(head, schema, stats, lambda n: _pl_sample(frame, n), rows, cols, budget)
 
 
 def polars_lazy(frame: Any, name: str | None, budget: int) -> Content:

@@ -39,6 +39,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigurationError
+from ..session.observer import Observers
 from .cases import Cell, case_id, fill, label_models, label_prompts, load_cases
 from .checks import (
     CellInfo,
@@ -115,7 +116,7 @@ class EvalRun(EvalResults):
         self._deferred: dict[int, dict[str, CheckResult]] = {}
         self._graded: set[int] = set()  # cells whose deferred checks have run
         self._gates: dict[tuple[int, int, int, int], Any] = {}
-        self._observers: list[Callable[[EvalRun], Any]] = []
+        self._observers = Observers(logger, "an evaluation observer failed")
         self.previous: SavedEval | None = None
         self.changes: Any = None
         self.created_at: float | None = None
@@ -393,20 +394,10 @@ class EvalRun(EvalResults):
     # -- observers -------------------------------------------------------------------------------
     def on_change(self, callback: Callable[[EvalRun], Any]) -> Callable[[], None]:
         """Call ``callback(run)`` on every change; returns a function that unsubscribes."""
-        self._observers.append(callback)
-
-        def cancel() -> None:
-            if callback in self._observers:
-                self._observers.remove(callback)
-
-        return cancel
+        return self._observers.add(callback)
 
     def _changed(self) -> None:
-        for callback in list(self._observers):
-            try:
-                callback(self)
-            except Exception:
-                logger.warning("an evaluation observer failed", exc_info=True)
+        self._observers.notify(self)
 
     # -- the store -------------------------------------------------------------------------------
     def _store_now(self) -> Any:

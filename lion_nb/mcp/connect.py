@@ -19,15 +19,16 @@ from ..errors import ItemNotFoundError
 from .server import MCPServer
 from .tools import MCPTool, tool_name_for
 
-__all__ = ["attach_tools", "connect", "detach_tools", "disconnect", "servers_of"]
+__all__ = ["attach_tools", "build_tools", "connect", "detach_tools", "disconnect", "servers_of"]
 
 
 def servers_of(owner: Any) -> dict[str, MCPServer]:
     return owner._mcp_servers
 
 
-def attach_tools(branch: Any, server: MCPServer, approve: Any) -> list[str]:
-    """Register the server's tools on ``branch``; the names used."""
+def build_tools(branch: Any, server: MCPServer, approve: Any) -> list[MCPTool]:
+    """The server's tools for ``branch``, named so none takes the name of a tool the branch
+    has from elsewhere (its earlier tools from this server are replaced)."""
     registry = branch.acts.registry
     taken = {n for n, t in registry.items() if getattr(t, "server", None) is not server}
     built = []
@@ -35,6 +36,12 @@ def attach_tools(branch: Any, server: MCPServer, approve: Any) -> list[str]:
         name = tool_name_for(server.name, definition.name, taken)
         taken.add(name)
         built.append(MCPTool(server, definition, name, approve))
+    return built
+
+
+def attach_tools(branch: Any, server: MCPServer, approve: Any) -> list[str]:
+    """Register the server's tools on ``branch``; the names used."""
+    built = build_tools(branch, server, approve)
     branch.acts.register_tools(built, update=True)
     return [t.name for t in built]
 

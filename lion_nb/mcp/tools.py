@@ -10,7 +10,6 @@ error raises, so the call is a tool error like any other.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
@@ -53,19 +52,7 @@ class MCPTool(Tool):
 
     def validate(self, arguments: dict[str, Any] | str | None) -> dict[str, Any]:  # type: ignore[override]
         """A JSON object; the server checks the rest against its schema."""
-        if arguments is None:
-            return {}
-        if isinstance(arguments, str):
-            try:
-                arguments = json.loads(arguments or "{}")
-            except ValueError as exc:
-                raise ValueError(f"Arguments for `{self.name}` are not valid JSON: {exc}") from None
-        if not isinstance(arguments, dict):
-            raise ValueError(
-                f"Arguments for `{self.name}` must be a JSON object; got "
-                f"{type(arguments).__name__}."
-            )
-        return arguments
+        return self.json_object(arguments)
 
     async def call(self, arguments: dict[str, Any] | str | None = None) -> Any:
         return await self.func_callable(**self.validate(arguments))

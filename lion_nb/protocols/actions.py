@@ -178,10 +178,11 @@ class Tool:
         return f"Tool(name={self.name!r})"
 
     # -- calling ---------------------------------------------------------------------------------
-    def validate(self, arguments: dict[str, Any] | str | None) -> BaseModel:
-        """The arguments checked and coerced; ``ValueError`` naming each bad argument."""
+    def json_object(self, arguments: dict[str, Any] | str | None) -> dict[str, Any]:
+        """The arguments as a dict (``None`` is none, a string is parsed as JSON);
+        ``ValueError`` when they are not a JSON object."""
         if arguments is None:
-            arguments = {}
+            return {}
         if isinstance(arguments, str):
             try:
                 arguments = json.loads(arguments or "{}")
@@ -192,6 +193,11 @@ class Tool:
                 f"Arguments for `{self.name}` must be a JSON object; got "
                 f"{type(arguments).__name__}."
             )
+        return arguments
+
+    def validate(self, arguments: dict[str, Any] | str | None) -> BaseModel:
+        """The arguments checked and coerced; ``ValueError`` naming each bad argument."""
+        arguments = self.json_object(arguments)
         try:
             return self._model.model_validate(arguments)
         except ValidationError as exc:

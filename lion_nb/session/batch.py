@@ -56,6 +56,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import BudgetExceeded, ConfigurationError
 from ._batch_items import Price, as_items, describe, message_cost, render, shape_output
 from .budget import budget_scope
+from .observer import Observers
 
 if TYPE_CHECKING:
     from .branch import Branch
@@ -258,7 +259,7 @@ class BatchRun:
         self._counts: Counter[str] = Counter(pending=len(self.items))
         self._tokens = 0
         self._cost: float | None = 0.0
-        self._observers: list[Callable[[BatchRun], Any]] = []
+        self._observers = Observers(logger, "a batch progress observer failed")
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: int | None = None
         self._task: asyncio.Task | None = None
@@ -582,20 +583,10 @@ class BatchRun:
     # -- observers -------------------------------------------------------------------------------
     def on_progress(self, callback: Callable[[BatchRun], Any]) -> Callable[[], None]:
         """Call ``callback(run)`` on every change; returns a function that unsubscribes."""
-        self._observers.append(callback)
-
-        def cancel() -> None:
-            if callback in self._observers:
-                self._observers.remove(callback)
-
-        return cancel
+        return self._observers.add(callback)
 
     def _changed(self) -> None:
-        for callback in list(self._observers):
-            try:
-                callback(self)
-            except Exception:  # an observer never breaks a run
-                logger.warning("a batch progress observer failed", exc_info=True)
+        self._observers.notify(self)
 
     # -- results ---------------------------------------------------------------------------------
     @property

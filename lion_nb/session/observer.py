@@ -18,9 +18,36 @@ from typing import Any
 
 from ..protocols.signals import Signal
 
-__all__ = ["SignalBus", "Subscription"]
+__all__ = ["Observers", "SignalBus", "Subscription"]
 
 logger = logging.getLogger("lion_nb.signals")
+
+
+class Observers(list):
+    """The callbacks called on every change of a run (`BatchRun.on_progress`,
+    `EvalRun.on_change`); one that fails is logged to ``log`` as ``failure``, never breaks the
+    run."""
+
+    def __init__(self, log: logging.Logger, failure: str):
+        super().__init__()
+        self._log, self._failure = log, failure
+
+    def add(self, callback: Callable[[Any], Any]) -> Callable[[], None]:
+        """Add ``callback``; returns a function that removes it."""
+        self.append(callback)
+
+        def cancel() -> None:
+            if callback in self:
+                self.remove(callback)
+
+        return cancel
+
+    def notify(self, run: Any) -> None:
+        for callback in list(self):
+            try:
+                callback(run)
+            except Exception:
+                self._log.warning(self._failure, exc_info=True)
 
 
 class Subscription:

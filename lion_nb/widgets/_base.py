@@ -18,7 +18,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-__all__ = ["STATIC", "StaticFallback", "call_safely", "release", "stylesheet"]
+__all__ = ["STATIC", "StaticFallback", "call_safely", "esm", "release", "stylesheet"]
 
 logger = logging.getLogger("lion_nb.widgets")
 
@@ -33,6 +33,14 @@ def stylesheet() -> str:
 
     sheets = sorted(STATIC.glob("*.css"))
     return "\n".join([*(s.read_text(encoding="utf-8") for s in sheets), HIGHLIGHT_CSS])
+
+
+def esm(name: str) -> str:
+    """The ES module of the widget whose front end is ``_static/<name>``: ``_shared.js`` (the
+    drawing helpers widgets share), then the widget's own file. One string, because anywidget
+    loads each widget as one module: a relative ``import`` would not resolve in JupyterLab,
+    Notebook 7 or an exported page."""
+    return "\n".join((STATIC / part).read_text(encoding="utf-8") for part in ("_shared.js", name))
 
 
 def call_safely(callback: Callable[..., Any], *args: Any) -> Any:

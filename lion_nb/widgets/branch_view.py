@@ -30,7 +30,7 @@ from typing import Any
 import anywidget
 import traitlets
 
-from ._base import STATIC, StaticFallback, call_safely, release, stylesheet
+from ._base import StaticFallback, call_safely, esm, release, stylesheet
 from ._entries import EntryCache, attachments_text, plain_text, take_media, tool_label
 from ._throttle import Throttle
 
@@ -42,7 +42,7 @@ _STATIC_ENTRIES = 50  # how many of the latest entries the static rendering show
 class BranchView(StaticFallback, anywidget.AnyWidget):
     """The conversation of ``branch`` as a chat, live."""
 
-    _esm = STATIC / "branch_view.js"
+    _esm = esm("branch_view.js")
     _css = traitlets.Unicode().tag(sync=True)  # set per instance from `stylesheet()`
 
     title = traitlets.Unicode("").tag(sync=True)

@@ -36,7 +36,7 @@ from typing import Any
 import anywidget
 import traitlets
 
-from ._base import STATIC, call_safely, stylesheet
+from ._base import call_safely, esm, stylesheet
 from ._entries import EntryCache, message_meta
 from ._spend import TurnSpend
 from ._throttle import Throttle
@@ -47,7 +47,7 @@ __all__ = ["TurnWidget"]
 class TurnWidget(anywidget.AnyWidget):
     """A live turn: header, tool calls, streamed text and a Stop button."""
 
-    _esm = STATIC / "turn.js"
+    _esm = esm("turn.js")
     _css = traitlets.Unicode().tag(sync=True)
 
     head = traitlets.Unicode("").tag(sync=True)

@@ -438,6 +438,18 @@ async def _call(plan: TurnPlan, view: Any, session: Any) -> Any:
     return await session.run_operation(op, branch=branch, **extra)
 
 
+async def execute_shown(plan: TurnPlan, view: Any, session: Any) -> Any:
+    """`execute`, its error raised as the notebook shows it (`presentable`), in the
+    foreground as in a background run."""
+    try:
+        return await execute(plan, view, session)
+    except Exception as exc:
+        shown = presentable(exc)
+        if shown is exc:
+            raise
+        raise shown from None
+
+
 async def execute(plan: TurnPlan, view: Any, session: Any) -> Any:
     """Run ``plan``, reporting to ``view`` (already started). Returns the turn's result."""
     from ...models.endpoints import streaming_to
@@ -625,12 +637,7 @@ async def run_foreground(magics: Any, plan: TurnPlan, view: Any, *, cell_value: 
     previous = state.swap_foreground_stop(plan.stop)
     try:
         with loop_kept_awake():
-            result = await execute(plan, view, state.session)
-    except Exception as exc:
-        shown = presentable(exc)
-        if shown is exc:
-            raise
-        raise shown from None
+            result = await execute_shown(plan, view, state.session)
     finally:
         plan.stop.release()
         state.swap_foreground_stop(previous, only_if=plan.stop)
@@ -651,12 +658,7 @@ def start_background_turn(magics: Any, plan: TurnPlan, view: Any, *, cell_value:
 
     async def work() -> Any:
         try:
-            return await execute(plan, view, state.session)
-        except Exception as exc:
-            shown = presentable(exc)
-            if shown is exc:
-                raise
-            raise shown from None
+            return await execute_shown(plan, view, state.session)
         finally:
             plan.stop.release()
 

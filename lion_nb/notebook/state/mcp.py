@@ -15,18 +15,12 @@ def mcp_tools_for(magics: Any, branch: Any, name: str) -> list[Any] | None:
     server = magics.state.mcp.get(name)
     if server is None:
         return None
-    from ...mcp.tools import MCPTool, tool_name_for
+    from ...mcp.connect import build_tools
 
     cache = server.__dict__.setdefault("_notebook_tools", {})
     key = str(branch.id)
     if key in cache:  # the same tools every turn: "approve from now on" is remembered
         return cache[key]
-    registry = branch.acts.registry
-    taken = {n for n, t in registry.items() if getattr(t, "server", None) is not server}
-    tools = []
-    for definition in server.tools:
-        tool_name = tool_name_for(server.name, definition.name, taken)
-        taken.add(tool_name)
-        tools.append(MCPTool(server, definition, tool_name, getattr(server, "approve", None)))
+    tools = build_tools(branch, server, getattr(server, "approve", None))
     cache[key] = tools
     return tools

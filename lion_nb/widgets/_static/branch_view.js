@@ -2,13 +2,6 @@
 // Every `html`, `arguments` and `result` string was rendered and sanitized in the kernel;
 // every other string is set as text, never as HTML.
 
-function el(tag, cls, text) {
-  const node = document.createElement(tag);
-  if (cls) node.className = cls;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
-
 const META_LABELS = {
   model: "model",
   tokens: "tokens",
@@ -48,33 +41,12 @@ function actionButtons(model, entry, where) {
   return bar;
 }
 
-// A message's images and files. An image is drawn only from a `data:image/...` URL in the
-// view's `media` map (by content hash; nothing is ever fetched), with its description as alt
-// text; a file is a chip: its name, then its kind and pages or size.
+// A message's images and files, as a list (`attachmentCells` is in _shared.js).
 function drawAttachments(items, media) {
   const box = el("div", "lnb-attachments");
   box.setAttribute("role", "list");
   box.setAttribute("aria-label", "attachments");
-  for (const item of items || []) {
-    const cell = el("div", "lnb-attachment");
-    cell.setAttribute("role", "listitem");
-    const src = item.type === "image" ? (media || {})[item.ref] : undefined;
-    if (typeof src === "string" && /^data:image\/(png|jpeg|gif|webp)[;,]/.test(src)) {
-      const img = el("img", "lnb-attached-image");
-      img.alt = item.alt;
-      img.title = item.alt;
-      img.src = src;
-      cell.append(img);
-    } else {
-      const chip = el("span", "lnb-chip");
-      const name = item.type === "image" ? "image" : item.name;
-      const label = item.type === "image" ? item.alt : item.label;
-      chip.append(el("span", "lnb-chip-name", name), el("span", "lnb-chip-label", label));
-      chip.title = `${name}: ${label}`;
-      cell.append(chip);
-    }
-    box.append(cell);
-  }
+  box.append(...attachmentCells(items, media));
   return box;
 }
 

@@ -6,13 +6,6 @@
 // reader hears the end of the turn once (a polite status region), never each chunk; a call
 // waiting for approval takes the focus and is announced there once.
 
-function el(tag, cls, text) {
-  const node = document.createElement(tag);
-  if (cls) node.className = cls;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
-
 function drawStep(step) {
   const box = el("details", "lnb-tool lnb-step");
   const state = step.pending ? "running…" : step.is_error ? "error" : "done";
@@ -31,33 +24,6 @@ function drawStep(step) {
 // The words a screen reader hears for a call waiting for approval.
 function callName(ask) {
   return ask.server ? `call to ${ask.tool} from ${ask.server}` : `call to ${ask.tool}`;
-}
-
-// The turn's images (from `data:image/...` URLs in `media` only: nothing is fetched, alt text
-// describes each) and files (chips: name, kind, pages or size). As BranchView draws them.
-function drawAttachments(items, media) {
-  const list = [];
-  for (const item of items || []) {
-    const cell = el("div", "lnb-attachment");
-    cell.setAttribute("role", "listitem");
-    const src = item.type === "image" ? (media || {})[item.ref] : undefined;
-    if (typeof src === "string" && /^data:image\/(png|jpeg|gif|webp)[;,]/.test(src)) {
-      const img = el("img", "lnb-attached-image");
-      img.alt = item.alt;
-      img.title = item.alt;
-      img.src = src;
-      cell.append(img);
-    } else {
-      const chip = el("span", "lnb-chip");
-      const name = item.type === "image" ? "image" : item.name;
-      const label = item.type === "image" ? item.alt : item.label;
-      chip.append(el("span", "lnb-chip-name", name), el("span", "lnb-chip-label", label));
-      chip.title = `${name}: ${label}`;
-      cell.append(chip);
-    }
-    list.push(cell);
-  }
-  return list;
 }
 
 function drawAsk(ask, model) {
@@ -260,7 +226,7 @@ function render({ model, el: root }) {
   }
   function drawAttached() {
     const items = model.get("attachments");
-    attached.replaceChildren(...drawAttachments(items, model.get("media")));
+    attached.replaceChildren(...attachmentCells(items, model.get("media")));
     attached.hidden = !items.length;
   }
   model.on("change:attachments", drawAttached);

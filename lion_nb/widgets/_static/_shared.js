@@ -1,0 +1,37 @@
+// What several widgets' front ends draw alike. The kernel puts this file before a widget's own
+// module (`_base.esm`), so each widget still ships as one self-contained ES module.
+
+function el(tag, cls, text) {
+  const node = document.createElement(tag);
+  if (cls) node.className = cls;
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+// A message's images and files, one list item each. An image is drawn only from a
+// `data:image/...` URL in the view's `media` map (by content hash; nothing is ever fetched),
+// with its description as alt text; a file is a chip: its name, then its kind and pages or size.
+function attachmentCells(items, media) {
+  const cells = [];
+  for (const item of items || []) {
+    const cell = el("div", "lnb-attachment");
+    cell.setAttribute("role", "listitem");
+    const src = item.type === "image" ? (media || {})[item.ref] : undefined;
+    if (typeof src === "string" && /^data:image\/(png|jpeg|gif|webp)[;,]/.test(src)) {
+      const img = el("img", "lnb-attached-image");
+      img.alt = item.alt;
+      img.title = item.alt;
+      img.src = src;
+      cell.append(img);
+    } else {
+      const chip = el("span", "lnb-chip");
+      const name = item.type === "image" ? "image" : item.name;
+      const label = item.type === "image" ? item.alt : item.label;
+      chip.append(el("span", "lnb-chip-name", name), el("span", "lnb-chip-label", label));
+      chip.title = `${name}: ${label}`;
+      cell.append(chip);
+    }
+    cells.push(cell);
+  }
+  return cells;
+}
