@@ -387,9 +387,14 @@ def test_attach_a_file_from_the_keyboard_and_attachments_read_in_both_themes(
     image.wait_for(timeout=10_000)
     assert image.get_attribute("alt") == "an image of 16×16 pixels (PNG)"
 
+    # in command mode JupyterLab binds Enter to its own command: the input keeps it out
+    page.evaluate("() => window.jupyterapp.commands.execute('notebook:enter-command-mode')")
     box.click()
     box.press("Shift+Tab")  # the button before the box, in words
     assert page.evaluate("() => document.activeElement.textContent") == "Attach a file"
+    assert page.evaluate("() => !!document.querySelector('.jp-Notebook.jp-mod-commandMode')"), (
+        "the notebook is in command mode"
+    )
     with page.expect_file_chooser() as chosen:
         page.keyboard.press("Enter")
     chosen.value.set_files({"name": "report.pdf", "mimeType": "application/pdf", "buffer": PDF})

@@ -9,6 +9,9 @@
 function render({ model, el: root }) {
   const box = document.createElement("div");
   box.className = "lnb-chat-input";
+  // JupyterLab's shortcuts stay out of the whole input: in command mode its Enter binding
+  // would take the key from a focused button ("Attach a file", a chip's "remove").
+  box.setAttribute("data-lm-suppress-shortcuts", "true");
   const area = document.createElement("textarea");
   area.rows = 1;
   area.className = "lnb-chat-box";
