@@ -378,6 +378,9 @@ def test_attach_a_file_from_the_keyboard_and_attachments_read_in_both_themes(
     light_again, jupyter_server
 ):
     page = light_again
+    # Playwright turns on its file-chooser interception with a message it does not wait for:
+    # a listener from the start has it on long before the key that opens the chooser
+    page.on("filechooser", lambda _chooser: None)
     open_notebook(page, jupyter_server, "attach.ipynb", new_notebook(SETUP, ATTACH))
     run_all(page)
     out = cell_output(page, 1)
