@@ -29,10 +29,10 @@ from traitlets import Bool, Dict, Enum, Float, Int, TraitError, Unicode, validat
 
 from .cell.options import (
     FORMATS,
-    OPTION_STRINGS,
     POLICIES,
     TurnOptions,
     ask_parser,
+    long_options,
     parse_with_hint,
     turn_parser,
 )
@@ -247,7 +247,7 @@ class LionMagics(Magics):
     def parse_turn(self, line: str, magic: str, *, prompt: bool = False) -> TurnOptions | None:
         """The turn's options; ``None`` when ``-h`` / ``--help`` asked for (and got) the help."""
         parser = _TURN_PARSER if not prompt else ask_parser()
-        args = parse_with_hint(parser, line, magic, OPTION_STRINGS)
+        args = parse_with_hint(parser, line, magic, long_options(parser))
         if args is None:
             return None
         return TurnOptions.from_args(args, default_format=self.output_format)

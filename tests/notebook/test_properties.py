@@ -17,10 +17,11 @@ from hypothesis import strategies as st
 from IPython.core.error import UsageError
 
 from lion_nb.notebook.cell.options import (
-    OPTION_STRINGS,
+    long_options,
     resolve_model,
     resolve_response_format,
     resolve_tools,
+    turn_parser,
     validate_name,
 )
 from lion_nb.notebook.commands.registry import COMMANDS, _parse
@@ -70,7 +71,7 @@ QUOTES = ['"', "'", "\\", '""', "''", '"a b"', "'it''s'", "{", "}", "{x}"]
 NO_LETTERS = st.characters(exclude_categories=("Lu", "Ll", "Lt", "Lm", "Lo", "Nl"))
 
 word = st.one_of(
-    st.sampled_from(OPTION_STRINGS + SHORT_OPTIONS),
+    st.sampled_from(long_options(turn_parser("%%lion")) + SHORT_OPTIONS),
     st.sampled_from(VALUES),
     st.sampled_from(QUOTES),
     st.text(max_size=8),

@@ -22,11 +22,11 @@ from IPython.core.error import UsageError
 __all__ = [
     "BUILTIN_OPERATIONS",
     "FORMATS",
-    "OPTION_STRINGS",
     "POLICIES",
     "TurnOptions",
     "check_model_spec",
     "help_formatter",
+    "long_options",
     "parse_with_hint",
     "resolve_model",
     "resolve_response_format",
@@ -229,31 +229,10 @@ def turn_parser(prog: str, *, prompt: bool = False) -> Any:
     return p
 
 
-OPTION_STRINGS = [
-    "--branch",
-    "--model",
-    "--system",
-    "--op",
-    "--response-format",
-    "--tools",
-    "--out",
-    "--format",
-    "--quiet",
-    "--bg",
-    "--policy",
-    "--raw",
-    "--file",
-    "--notebook",
-    "--max-extensions",
-    "--map",
-    "--compare",
-    "--budget",
-    "--eval",
-    "--check",
-    "--repeat",
-    "--name",
-    "--help",
-]
+def long_options(parser: Any) -> list[str]:
+    """The ``--long`` options ``parser`` takes, in the order it declares them: what a
+    misspelt option is matched against, read from the parser so it cannot fall behind."""
+    return [s for action in parser._actions for s in action.option_strings if s[:2] == "--"]
 
 
 @dataclass(slots=True)
