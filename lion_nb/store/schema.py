@@ -130,19 +130,28 @@ MIGRATIONS: tuple[Migration, ...] = (
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
-def _version(conn: sqlite3.Connection) -> tuple[int, int]:
-    version = conn.execute("PRAGMA user_version").fetchone()[0]
-    app = conn.execute("PRAGMA application_id").fetchone()[0]
-    return version, app
+def _version(conn: sqlite3.Connection) -> tuple[int, int, int]:
+    """The schema version, the application id and the number of tables, read inside one
+    transaction: read one by one, another process's migration could commit in between and
+    make a store it is creating look like another program's database."""
+    own = not conn.in_transaction
+    if own:
+        conn.execute("BEGIN")
+    try:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        app = conn.execute("PRAGMA application_id").fetchone()[0]
+        tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+    finally:
+        if own:
+            conn.execute("COMMIT")
+    return version, app, tables
 
 
-def _check(conn: sqlite3.Connection, path: Path, version: int, app: int) -> None:
+def _check(conn: sqlite3.Connection, path: Path, version: int, app: int, tables: int) -> None:
     if app not in (0, APPLICATION_ID) or (app == 0 and version != 0):
         raise corrupt_error(path, f"application id {app:#x}, not lion_nb's")
-    if app == 0:  # a new file, or somebody else's SQLite database
-        tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
-        if tables:
-            raise corrupt_error(path, "a SQLite database of another program")
+    if app == 0 and tables:  # a new file has no tables; somebody else's database has
+        raise corrupt_error(path, "a SQLite database of another program")
     if version > SCHEMA_VERSION:
         raise version_error(path, version, SCHEMA_VERSION)
 
@@ -151,14 +160,14 @@ def migrate(conn: sqlite3.Connection, path: Path, target: int = SCHEMA_VERSION) 
     """Bring the database to schema ``target`` (the latest by default); returns the version
     found. Raises `StoreVersionError` for a newer database, `StoreCorruptError` for a file
     that is not a lion_nb store."""
-    version, app = _version(conn)
-    _check(conn, path, version, app)
+    version, app, tables = _version(conn)
+    _check(conn, path, version, app, tables)
     if version >= target:
         return version
     conn.execute("BEGIN IMMEDIATE")
     try:
-        version, app = _version(conn)  # another process may have migrated meanwhile
-        _check(conn, path, version, app)
+        version, app, tables = _version(conn)  # another process may have migrated meanwhile
+        _check(conn, path, version, app, tables)
         found = version
         for number in range(version + 1, target + 1):
             step = MIGRATIONS[number - 1]
@@ -177,6 +186,30 @@ def migrate(conn: sqlite3.Connection, path: Path, target: int = SCHEMA_VERSION) 
     return found
 
 
+def _busy(exc: BaseException) -> bool:
+    return getattr(exc, "sqlite_errorname", "").startswith("SQLITE_BUSY")
+
+
+def _use_wal(conn: sqlite3.Connection, timeout: float) -> None:
+    """Switch the file to WAL journaling, waiting up to ``timeout`` for other connections.
+
+    SQLite answers a journal-mode change that meets another connection's lock with
+    ``SQLITE_BUSY`` at once, without its busy handler: two kernels opening a new store at the
+    same moment would otherwise have one of them fail. A file already in WAL mode stays in it,
+    so this retries only while stores are being created.
+    """
+    from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
+
+    for attempt in Retrying(
+        retry=retry_if_exception(_busy),
+        stop=stop_after_delay(timeout),
+        wait=wait_exponential(multiplier=0.005, max=0.1),
+        reraise=True,
+    ):
+        with attempt:
+            conn.execute("PRAGMA journal_mode = WAL").fetchone()
+
+
 def connect(
     path: Path,
     *,
@@ -191,7 +224,7 @@ def connect(
         ensure_dir(path.parent)
         conn = sqlite3.connect(path, timeout=timeout, isolation_level=None, check_same_thread=False)
         conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
-        conn.execute("PRAGMA journal_mode = WAL").fetchone()
+        _use_wal(conn, timeout)
         conn.execute("PRAGMA synchronous = NORMAL")
         for name, value in (pragmas or {}).items():
             if not name.isidentifier() or not isinstance(value, (int, str)):

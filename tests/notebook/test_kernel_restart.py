@@ -159,7 +159,8 @@ def test_two_kernels_on_one_folder_lose_nothing(workdir):
                 code = f"%%lion -q -b {branch}\nkernel {n} turn {i}"
                 pending.append((kc, send(kc, code, cell_id=f"k{n}-t{i}")))
             for kc, msg_id in pending:
-                assert collect(kc, msg_id)["error"] is None
+                got = collect(kc, msg_id)
+                assert got["error"] is None and not got["stderr"], got
         dumps = [snapshot(kc)["session"] for _, kc in kernels]
     finally:
         for km, kc in kernels:

@@ -124,6 +124,57 @@ def test_two_processes_creating_one_store_at_once_migrate_it_once(tmp_path):
     conn.close()
 
 
+RACE = """
+import json, multiprocessing as mp, sys
+from pathlib import Path
+from lion_nb.store import SessionStore
+
+def open_one(path, barrier, out):
+    barrier.wait()  # every process opens the new store at the same moment
+    store = SessionStore(path, timeout=30)
+    try:
+        store.submit(lambda conn: None).result()
+        out.put("ok")
+    except Exception as exc:
+        out.put(f"{type(exc).__name__}: {exc}")
+    finally:
+        store.close()
+
+if __name__ == "__main__":
+    ctx, failures = mp.get_context("fork"), []
+    for trial in range(int(sys.argv[2])):
+        path = Path(sys.argv[1]) / f"store-{trial}.db"
+        barrier, out = ctx.Barrier(4), ctx.Queue()
+        procs = [ctx.Process(target=open_one, args=(path, barrier, out)) for _ in range(4)]
+        for p in procs:
+            p.start()
+        results = [out.get(timeout=120) for _ in procs]
+        for p in procs:
+            p.join()
+        failures += [r for r in results if r != "ok"]
+    print(json.dumps(failures))
+"""
+
+
+def test_processes_opening_a_new_store_at_the_same_moment_all_get_it(tmp_path):
+    # SQLite refuses a journal-mode change that meets another connection's lock at once,
+    # without waiting; and a store read mid-creation looked like another program's database
+    root = Path(__file__).resolve().parents[2]
+    run = subprocess.run(
+        [sys.executable, "-c", RACE, str(tmp_path), "40"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout) == []
+    for path in tmp_path.glob("store-*.db"):
+        conn = sqlite3.connect(path)
+        assert conn.execute("SELECT count(*) FROM migrations").fetchone()[0] == SCHEMA_VERSION
+        conn.close()
+
+
 def test_a_newer_store_is_refused_by_name(tmp_path):
     path = tmp_path / "future.db"
     conn = at_version(path, SCHEMA_VERSION)
