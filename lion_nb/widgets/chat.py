@@ -21,7 +21,9 @@ Decisions:
   whole (ReAct records several instructions in one turn), so Undo and Re-run remove all of
   it. Removal goes through `MessageManager.remove_message` / `clear_messages`, which also drop
   the cached request rendering; the view is then refreshed (removals send no signal).
-- Re-run sends the turn's text again with the operation selected now.
+- Re-run sends the turn's text again with the operation selected now, and its files with it;
+  Undo puts the text back in the box and the files back among the attachments. A Re-run with
+  files under an operation that takes none is refused before the turn is removed.
 - "Attach a file" (in the `ChatInput`) attaches a file to the next message, as ``files=``;
   the operations that take none (``ReAct``, ``interpret``, registered ones) refuse a message
   with files rather than drop them. A message that leaves nothing on the branch gets its
@@ -58,6 +60,16 @@ _UNRECORDED = ("chat", "interpret")
 _WITH_FILES = ("communicate", "chat", "operate", "run")  # the operations that take files=
 _ERROR_LIMIT = 300  # characters of an error shown in the status line
 _ANNOUNCED = 300  # characters of an answer read out when its turn ends
+
+
+@dataclass(frozen=True)
+class _Turn:
+    """A turn this chat sent: its first message's id, its text and its files."""
+
+    first: str
+    text: str
+    files: tuple = ()  # `Content`, as sent
+    chips: tuple = ()  # their chips, to attach them again
 
 
 @dataclass(eq=False)
@@ -141,7 +153,7 @@ class Chat(StaticFallback, widgets.VBox):
         super().__init__([self.view, self.note, self.controls])
         self.add_class("lnb-chat")
         self._task: asyncio.Task | None = None
-        self._turn_of: dict[str, tuple[str, str]] = {}  # message id -> (turn's first id, text)
+        self._turn_of: dict[str, _Turn] = {}  # message id -> the turn it belongs to
         self._set_running(False)
 
     # -- state -----------------------------------------------------------------------------------
@@ -285,9 +297,9 @@ class Chat(StaticFallback, widgets.VBox):
         streamed = view.streamed_text
         new = [m for m in self.branch.messages if m.id not in run.before]
         if any(m.kind == "instruction" for m in new):
-            first = str(new[0].id)
+            turn = _Turn(str(new[0].id), run.text, tuple(run.files), tuple(run.chips))
             for message in new:
-                self._turn_of[str(message.id)] = (first, run.text)
+                self._turn_of[str(message.id)] = turn
         elif outcome != "done" and not self.input.value:
             self.input.value = run.text  # nothing of it on the branch: keep it for another try
             if run.files:
@@ -339,21 +351,23 @@ class Chat(StaticFallback, widgets.VBox):
         return True
 
     def undo(self) -> str | None:
-        """Remove the last turn and put its text back in the input box. Returns the text
-        (``None`` when there is no turn)."""
+        """Remove the last turn and put its text back in the input box (and its files back
+        among the attachments). Returns the text (``None`` when there is no turn)."""
         if self._refuse("undo"):
             return None
-        text = self._remove_last_turn()
-        if text is None:
+        turn = self._remove_last_turn()
+        if turn is None:
             self.view.status = "nothing to undo"
             return None
-        self.input.value = text
+        self.input.value = turn.text
+        if turn.files:
+            self.input.put_back(list(turn.files), list(turn.chips))
         self.view.status = "undone"
-        return text
+        return turn.text
 
     async def rerun(self) -> Any:
-        """Remove the last turn and send its text again (with the selected operation);
-        return the result as `send` does (``None`` when there is no turn)."""
+        """Remove the last turn and send its text and files again (with the selected
+        operation); return the result as `send` does (``None`` when there is no turn)."""
         task = self._rerun()
         return None if task is None else await _outcome(task)
 
@@ -361,16 +375,22 @@ class Chat(StaticFallback, widgets.VBox):
         if self._refuse("re-run"):
             return None
         asyncio.get_running_loop()  # fail before removing anything
-        text = self._remove_last_turn()
-        if text is None:
+        turn = self._last_turn()
+        if turn is None:
             self.view.status = "nothing to re-run"
             return None
-        return self._start(text)
+        if turn.files and self.operation not in _WITH_FILES:
+            raise ValueError(
+                f"`{self.operation}` takes no files and the last turn sent "
+                f"{len(turn.files)}: pick one of {', '.join(_WITH_FILES)} to re-run it."
+            )
+        self._remove_last_turn()
+        return self._start(turn.text, files=list(turn.files), chips=list(turn.chips))
 
     def _clicked_rerun(self) -> None:
         try:
             self._rerun()
-        except RuntimeError as exc:  # no running event loop
+        except (RuntimeError, ValueError) as exc:  # no running event loop; files refused
             self.view.status = f"error · {exc}"
 
     def clear(self) -> None:
@@ -389,21 +409,28 @@ class Chat(StaticFallback, widgets.VBox):
             return True
         return False
 
-    def _remove_last_turn(self) -> str | None:
-        """Remove the last instruction (the first of its turn, for a turn this chat sent) and
-        everything after it; return the turn's text."""
+    def _last_turn(self) -> _Turn | None:
+        """The last turn: the one this chat sent, or the last instruction and what follows."""
         messages = self.branch.messages
         last = next((m for m in reversed(messages[:]) if m.kind == "instruction"), None)
         if last is None:
             return None
-        first_id, text = self._turn_of.get(str(last.id), (str(last.id), _instruction_text(last)))
-        order = [str(m.id) for m in messages]
-        start = order.index(first_id) if first_id in order else order.index(str(last.id))
-        for message_id in reversed(order[start:]):
+        known = self._turn_of.get(str(last.id))
+        if known is not None and known.first in messages:
+            return known
+        return _Turn(str(last.id), _instruction_text(last))
+
+    def _remove_last_turn(self) -> _Turn | None:
+        """Remove the last turn (`_last_turn`): its first message and everything after it."""
+        turn = self._last_turn()
+        if turn is None:
+            return None
+        order = [str(m.id) for m in self.branch.messages]
+        for message_id in reversed(order[order.index(turn.first) :]):
             self.branch.msgs.remove_message(message_id)
             self._turn_of.pop(message_id, None)
         self.view.refresh()
-        return text
+        return turn
 
     def _set_running(self, running: bool) -> None:
         for control in (

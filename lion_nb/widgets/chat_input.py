@@ -20,7 +20,7 @@ message as ``files=``. A file that cannot be sent is refused with the reason, th
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -83,8 +83,10 @@ class ChatInput(anywidget.AnyWidget):
         self.attached = []
         return files
 
-    def put_back(self, files: list[Any], chips: list[dict[str, Any]]) -> None:
-        """Attach ``files`` again (a message that left nothing on the branch)."""
+    def put_back(self, files: list[Any], chips: Sequence[dict[str, Any]] = ()) -> None:
+        """Attach ``files`` again (a message that left nothing on the branch, an undone
+        turn); files sent from Python, which have no chips yet, get theirs here."""
+        chips = [*chips, *(_chip_of(item) for item in files[len(chips) :])]
         self._files = [*files, *self._files]
         self.attached = [*chips, *self.attached]
 
@@ -104,6 +106,21 @@ class ChatInput(anywidget.AnyWidget):
                 self.detach(int(content.get("index", -1)))
             except (TypeError, ValueError):
                 pass
+
+
+def _chip_of(item: Any) -> dict[str, Any]:
+    """The chip of a file given to ``files=`` from Python (a path, bytes, a `Content`)."""
+    from ..context.content import Content
+    from ..context.files import as_file_parts
+
+    name = Path(item).name if isinstance(item, (str, os.PathLike)) else "file"
+    try:
+        content = item if isinstance(item, Content) else as_file_parts([item])
+    except (OSError, TypeError, ValueError):  # gone or changed since it was sent
+        return {"name": name, "label": "file"}
+    if content.files:
+        name = content.files[0].get("file", {}).get("filename") or name
+    return _chip(name, content)
 
 
 def _chip(name: str, content: Any) -> dict[str, Any]:

@@ -136,3 +136,48 @@ def test_files_from_python():
     assert branch.messages[1].images and "an image of 10×20 pixels" in branch.messages[2].response
     with pytest.raises(ValueError, match="takes no files"):
         asyncio.run(chat.send("again", operation="interpret", files=[PDF_BYTES]))
+
+
+def test_undo_puts_the_turns_files_back_and_rerun_sends_them_again():
+    branch = _branch()
+    chat = Chat(branch, operations=["communicate", "interpret"])
+    _front_end(chat.input, {"event": "attach", "name": "report.pdf"}, [PDF_BYTES])
+
+    async def main() -> None:
+        chat.input.value = "Summarize it"
+        _front_end(chat.input, {"event": "submit"})
+        await chat.task
+        assert chat.input.files == []
+        await chat.rerun()  # the same text and the same file, sent again
+
+    asyncio.run(main())
+    assert len(branch.messages) == 3  # the system message and one turn: the re-run's
+    assert branch.messages[1].files[0]["file"]["filename"] == "report.pdf"
+    assert "a PDF of 3 pages (report.pdf)" in branch.messages[2].response
+
+    chat.operation = "interpret"  # takes no files: refused before the turn is removed
+    with pytest.raises(ValueError, match="`interpret` takes no files and the last turn sent 1"):
+        asyncio.run(chat.rerun())
+    assert len(branch.messages) == 3
+
+    assert chat.undo() == "Summarize it"
+    assert len(branch.messages) == 1
+    assert chat.input.value == "Summarize it"
+    assert chat.input.attached == [{"name": "report.pdf", "label": "PDF · 3 pages · 3 KB"}]
+    assert chat.input.files[0].files[0]["file"]["filename"] == "report.pdf"
+
+
+def test_undo_gives_files_sent_from_python_a_chip(tmp_path):
+    path = tmp_path / "plan.pdf"
+    path.write_bytes(PDF_BYTES)
+    branch = _branch()
+    chat = Chat(branch)
+    asyncio.run(chat.send("Read the plan", files=[path, _png(10, 20, 10)]))
+    chat.undo()
+    assert chat.input.attached == [
+        {"name": "plan.pdf", "label": "PDF · 3 pages · 3 KB"},
+        {"name": "file", "label": "an image of 10×20 pixels (PNG)"},
+    ]
+    assert chat.input.files == [path, _png(10, 20, 10)]
+    asyncio.run(chat.send(chat.input.value, files=chat.input.take_files()))
+    assert "a PDF of 3 pages (plan.pdf)" in branch.messages[2].response
