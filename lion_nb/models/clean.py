@@ -63,7 +63,8 @@ def clean_text(text: str) -> str:
 def clean_data(value: Any) -> Any:
     """``value`` with `clean_text` applied to every string in it (dict keys too); the same
     object when nothing changed. Values other than str, dict, list and tuple are kept."""
-    return _walk(value, scrub_values())
+    values = scrub_values()
+    return _walk(value, values) if _dirty(value, values) else value
 
 
 def clean_fields(fields: dict[str, Any], skip: frozenset[str] = frozenset()) -> None:
@@ -71,36 +72,97 @@ def clean_fields(fields: dict[str, Any], skip: frozenset[str] = frozenset()) -> 
     ``skip``, in place: what a model validator calls, once per object made."""
     values = scrub_values()
     for name, value in fields.items():
-        if value.__class__ not in _KEPT and name not in skip:
-            cleaned = _walk(value, values)
-            if cleaned is not value:
-                fields[name] = cleaned
+        kind = value.__class__
+        if kind in _KEPT or name in skip:
+            continue
+        if kind is str:  # most fields: looked at here, without a call
+            if value.isascii() and (not values or len(value) < MIN_SCRUB):
+                continue
+            text = _text(value, values)
+            if text is not value:
+                fields[name] = text
+        elif (value or kind is not dict) and _dirty(value, values):
+            fields[name] = _walk(value, values)
 
 
 def whole_data(value: Any) -> Any:
     """``value`` with `whole_text` applied to every string in it; the same object when
     nothing changed."""
-    return _walk(value, ())
+    return _walk(value, ()) if _dirty(value, ()) else value
 
 
 _KEPT = frozenset({int, float, bool, type(None)})  # what a walk passes without a look
 
 
+def _dirty(value: Any, values: tuple[str, ...]) -> bool:
+    """Whether `_walk` would change anything in ``value``: a look that copies nothing, so
+    the common case (whole text, no secret) costs no new dicts and lists."""
+    cls = value.__class__
+    if cls is dict:
+        for key, item in value.items():
+            if key.__class__ is str:
+                if (not key.isascii() or (values and len(key) >= MIN_SCRUB)) and _text(
+                    key, values
+                ) is not key:
+                    return True
+            elif key.__class__ not in _KEPT and _dirty(key, values):
+                return True
+            kind = item.__class__
+            if kind in _KEPT:
+                continue
+            if kind is str:
+                if item.isascii() and (not values or len(item) < MIN_SCRUB):
+                    continue
+                if _text(item, values) is not item:
+                    return True
+            elif _dirty(item, values):
+                return True
+        return False
+    if cls is list or cls is tuple:
+        return any(item.__class__ not in _KEPT and _dirty(item, values) for item in value)
+    if cls is str:
+        return _text(value, values) is not value
+    if isinstance(value, str):  # a subclass
+        return _text(str.__str__(value), values) != value
+    return False
+
+
+def _text(text: str, values: tuple[str, ...]) -> str:
+    if not text.isascii():
+        text = whole_text(text)
+    if values and len(text) >= MIN_SCRUB:
+        for secret in values:  # longest first
+            if secret in text:
+                text = text.replace(secret, MASK)
+    return text
+
+
 def _walk(value: Any, values: tuple[str, ...]) -> Any:
+    # Strings are looked at in line (a call per dict key and value would cost more than the
+    # look): an ASCII string too short to hold a secret is kept as it is.
     cls = value.__class__
     if cls is str:
-        text = value if value.isascii() else whole_text(value)
-        if values and len(text) >= MIN_SCRUB:
-            for secret in values:  # longest first
-                if secret in text:
-                    text = text.replace(secret, MASK)
-        return text
+        return _text(value, values)
     if cls is dict:
         out = {}
         changed = False
         for key, item in value.items():
-            new_key = _walk(key, values) if key.__class__ is str else key
-            new = item if item.__class__ in _KEPT else _walk(item, values)
+            new_key = key
+            if key.__class__ is str:
+                if not key.isascii() or (values and len(key) >= MIN_SCRUB):
+                    new_key = _text(key, values)
+            elif key.__class__ not in _KEPT:
+                new_key = _walk(key, values)
+            kind = item.__class__
+            if kind in _KEPT:
+                new = item
+            elif kind is str:
+                if item.isascii() and (not values or len(item) < MIN_SCRUB):
+                    new = item
+                else:
+                    new = _text(item, values)
+            else:
+                new = _walk(item, values)
             if new is not item or new_key is not key:
                 changed = True
             out[new_key] = new
@@ -111,7 +173,7 @@ def _walk(value: Any, values: tuple[str, ...]) -> Any:
             return value
         return items if cls is list else tuple(items)
     if isinstance(value, str):  # a subclass: its plain text
-        text = _walk(str.__str__(value), values)
+        text = _text(str.__str__(value), values)
         return value if text == value else text
     return value
 

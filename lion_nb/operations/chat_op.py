@@ -76,6 +76,17 @@ def _plain(value: Any) -> bool:
     return value is None or isinstance(value, (str, int, float, bool))
 
 
+def id_text(branch: Branch) -> str:
+    """The branch's id as text, made once (``str(uuid)`` costs a microsecond, and a turn
+    needs it three times)."""
+    private = branch.__pydantic_private__
+    text = private.get("_id_text")
+    if text is None or private.get("_id_of_text") is not branch.id:
+        text = private["_id_text"] = str(branch.id)
+        private["_id_of_text"] = branch.id
+    return text
+
+
 def make_instruction(branch: Branch, instruction: Any, param: ChatParam) -> Instruction:
     """The Instruction message for this turn (an Instruction passed in is used as is)."""
     if isinstance(instruction, Instruction):
@@ -101,7 +112,7 @@ def make_instruction(branch: Branch, instruction: Any, param: ChatParam) -> Inst
         files=files,
         plain_content=param.plain_content,
         sender=param.sender if param.sender is not None else (branch.user or "user"),
-        recipient=param.recipient if param.recipient is not None else branch.id,
+        recipient=param.recipient if param.recipient is not None else id_text(branch),
     )
 
 
@@ -133,7 +144,7 @@ def build_request(
         tools=_as_openai_tools(param.tool_schemas or ins.tool_schemas),
         response_format=fmt,
         options=dict(param.imodel_kw),
-        cache_key=str(branch.id),
+        cache_key=id_text(branch),
     )
 
 
@@ -158,16 +169,17 @@ async def chat(
     """Call the model once; record nothing. See the module docstring."""
     ins = make_instruction(branch, instruction, chat_param)
     imodel = branch.chat_model if chat_param.imodel is None else chat_param.imodel
+    private = branch.__pydantic_private__  # not pydantic's slower private-attribute path
     try:
         injection = None
-        if branch._providers:
+        if private["_providers"]:
             from ..protocols.context_providers import prepare_context
 
             await prepare_context(branch, ins)
-            injection = branch._context_injection
+            injection = private["_context_injection"]
         request = build_request(branch, ins, chat_param, injection)
     finally:
-        branch._context_injection = None
+        private["_context_injection"] = None
     billing = imodel.endpoint.billing
     if billing == "live":
         check_budgets(branch, imodel, request)  # raises before a call that would cross one
@@ -208,7 +220,7 @@ def _to_assistant_response(
         metadata["finish_reason"] = "length"
     return AssistantResponse(
         response=response.text or "",
-        sender=str(branch.id),
+        sender=id_text(branch),
         recipient=branch.user or "user",
         metadata=metadata,
     )

@@ -29,6 +29,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..models.endpoints.base import current_sink, streaming_to
+
 if TYPE_CHECKING:
     from ..protocols.messages import AssistantResponse
 
@@ -70,8 +72,6 @@ class Received:
         return "".join(self.parts)
 
     def __enter__(self) -> Received:
-        from ..models.endpoints.base import current_sink, streaming_to
-
         sink = current_sink()
         if sink is not None:
 

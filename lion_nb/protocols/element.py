@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
-from uuid import UUID, uuid4
+from uuid import UUID, SafeUUID
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -13,13 +14,28 @@ __all__ = ["Element", "IDLike", "to_id"]
 IDLike = Any  # an Element, a UUID or its string form
 
 
+_VERSION_BITS = ~((0xF000 << 64) | (0xC000 << 48))
+_VERSION_4 = (4 << 76) | (0x8000 << 48)
+
+
+def new_id() -> UUID:
+    """A random (version 4) UUID, as ``uuid.uuid4()`` makes it, in half its time: every
+    message, log entry and branch gets one, several per turn. The 128 random bits get the
+    version and variant bits set, and the UUID's two slots are filled directly instead of
+    through ``UUID.__init__``'s argument checks."""
+    uid = object.__new__(UUID)
+    object.__setattr__(uid, "int", int.from_bytes(os.urandom(16)) & _VERSION_BITS | _VERSION_4)
+    object.__setattr__(uid, "is_safe", SafeUUID.unknown)
+    return uid
+
+
 class Element(BaseModel):
     """Something with a stable identity: a UUID, a creation timestamp and free metadata."""
 
     # Schemas are built on first use, not at import: importing lion_nb stays cheap.
     model_config = ConfigDict(arbitrary_types_allowed=True, populate_by_name=True, defer_build=True)
 
-    id: UUID = Field(default_factory=uuid4)
+    id: UUID = Field(default_factory=new_id)
     created_at: float = Field(default_factory=time.time)
     metadata: dict[str, Any] = Field(default_factory=dict)
 

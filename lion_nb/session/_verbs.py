@@ -26,6 +26,32 @@ if TYPE_CHECKING:
 
 __all__ = ["BranchVerbs"]
 
+_HOT: Any = None
+
+
+def _hot() -> Any:
+    """What ``chat`` and ``communicate`` call, imported on the first turn and then kept: an
+    import statement in a method costs a microsecond on every call, and these two run on
+    every turn."""
+    global _HOT
+    if _HOT is None:
+        from types import SimpleNamespace
+
+        from ..operations.chat_op import chat
+        from ..operations.communicate_op import clamp_parse_retries, communicate
+        from ..operations.types import ChatParam, ParseParam
+        from .lifecycle import observed_run
+
+        _HOT = SimpleNamespace(
+            chat=chat,
+            communicate=communicate,
+            clamp_parse_retries=clamp_parse_retries,
+            ChatParam=ChatParam,
+            ParseParam=ParseParam,
+            observed_run=observed_run,
+        )
+    return _HOT
+
 
 class BranchVerbs:
     """Mixed into `Branch`; every method delegates to its operation module."""
@@ -99,10 +125,8 @@ class BranchVerbs:
         """One unrecorded model call. Returns the response text, or the (instruction,
         response) pair when ``return_ins_res_message=True`` -- the flag decides, and the
         overloads say so (the original annotation claimed the pair for both)."""
-        from ..operations.chat_op import chat
-        from ..operations.types import ChatParam
-
-        param = ChatParam(
+        hot = _hot()
+        param = hot.ChatParam(
             guidance=guidance,
             context=context,
             sender=sender,
@@ -119,7 +143,7 @@ class BranchVerbs:
             imodel=self.chat_model if imodel is None else imodel,
             imodel_kw=kwargs,
         )
-        return await chat(self, instruction, param, return_ins_res_message)
+        return await hot.chat(self, instruction, param, return_ins_res_message)
 
     async def chat_and_record(self, instruction: Any = None, **kwargs: Any) -> str:
         """`chat`, then record the instruction and the response, in that order. No run
@@ -156,11 +180,9 @@ class BranchVerbs:
     ) -> Any:
         """A recorded model call (instruction and response appended), parsed into
         ``response_format`` or ``request_fields`` when given."""
-        from ..operations.communicate_op import clamp_parse_retries, communicate
-        from ..operations.types import ChatParam, ParseParam
-
-        num_parse_retries = clamp_parse_retries(num_parse_retries)  # warns above 5, always
-        chat_param = ChatParam(
+        hot = _hot()
+        num_parse_retries = hot.clamp_parse_retries(num_parse_retries)  # warns above 5, always
+        chat_param = hot.ChatParam(
             guidance=guidance,
             context=context,
             sender=sender,
@@ -178,12 +200,12 @@ class BranchVerbs:
         )
         parse_param = None
         if response_format is not None:
-            parse_param = ParseParam(
+            parse_param = hot.ParseParam(
                 response_format=response_format,
                 imodel=self.parse_model if parse_model is None else parse_model,
                 max_retries=num_parse_retries,
             )
-        coro = communicate(
+        coro = hot.communicate(
             self,
             instruction,
             chat_param,
@@ -192,9 +214,7 @@ class BranchVerbs:
             skip_validation=skip_validation,
             request_fields=request_fields,
         )
-        from .lifecycle import observed_run
-
-        return await observed_run(self, coro, "communicate")
+        return await hot.observed_run(self, coro, "communicate")
 
     # -- run (CLI agents) ----------------------------------------------------------------------------
     async def run(

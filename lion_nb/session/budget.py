@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BudgetExceeded, ConfigurationError
-from .ledger import AFTER_RECORD
+from .ledger import AFTER_RECORD, _owner
 
 if TYPE_CHECKING:
     from .branch import Branch
@@ -152,8 +152,6 @@ def check_budgets(branch: Branch, imodel: Any, request: Any) -> None:
     private = branch.__pydantic_private__
     session = None
     if private.get("_owning_session_id") is not None:
-        from .ledger import _owner
-
         session = _owner(branch)
     if (
         private.get("_budget") is None

@@ -39,3 +39,17 @@ def test_clean_data_returns_the_same_object_when_nothing_changed():
     data = {"usage": {"input_tokens": 3}, "text": "a long enough answer", "items": [1, "x"]}
     assert clean_data(data) is data
     assert clean_data(data["items"]) is data["items"]
+
+
+def test_a_secret_or_a_lone_surrogate_deep_in_nested_data_is_found_and_the_rest_kept():
+    Secret(KEY)
+    untouched = {"usage": {"input_tokens": 3}}
+    data = {
+        "raw": {"choices": [{"message": {"content": f"echo {KEY}"}}], "usage": untouched},
+        "deep": [[("fine", {"k\ud800": 1})]],
+    }
+    cleaned = clean_data(data)
+    assert cleaned["raw"]["choices"][0]["message"]["content"] == f"echo {MASK}"
+    assert cleaned["deep"] == [[("fine", {"k\ufffd": 1})]]
+    assert cleaned["raw"]["usage"] is untouched  # what had nothing to clean is not copied
+    assert data["raw"]["choices"][0]["message"]["content"] == f"echo {KEY}"  # not in place

@@ -19,6 +19,18 @@ def test_element_has_identity_time_and_metadata():
     assert a == Element(id=a.id) and a != b
 
 
+def test_element_ids_are_random_version_4_uuids_like_uuid4s():
+    from uuid import RFC_4122
+
+    ids = [Element().id for _ in range(2000)]
+    assert len(set(ids)) == 2000
+    for uid in ids[:200]:
+        parsed = UUID(str(uid))  # the same UUID, through its text
+        assert (uid.version, uid.variant) == (4, RFC_4122)
+        assert parsed == uid and hash(parsed) == hash(uid) and parsed.int == uid.int
+    assert Element.model_validate_json(Element().model_dump_json()).id.version == 4
+
+
 def test_pile_keeps_order_and_looks_up_by_id_index_and_string():
     items = [Element() for _ in range(5)]
     pile = Pile(items)
