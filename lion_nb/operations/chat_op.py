@@ -3,7 +3,9 @@
 Builds the instruction, applies context providers, renders the request (incrementally, see
 `MessageManager.chat_messages`), checks the budgets (`lion_nb.session.budget`), calls the model, accounts for the call in the
 ledger (`lion_nb.session.ledger`), logs the call, and hands back the
-instruction and the response without appending either. A failed call raises
+instruction and the response without appending either -- or, when the caller asked for the
+text alone, that text (masked and whole, as a response message would hold it) without making
+a message to throw away. A failed call raises
 `ExecutionError` with the provider's typed error as its cause, before any response is read.
 The temporary context-injection slot is cleared in a ``finally`` whatever happens.
 """
@@ -16,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from ..errors import ExecutionError
+from ..models.clean import clean_text
 from ..models.endpoints import ChatRequest
 from ..protocols.messages import AssistantResponse, Instruction
 from ..session.budget import check_budgets
@@ -193,12 +196,13 @@ async def chat(
             redact(f"`{imodel.provider}/{imodel.model}` failed: {error}")
         ) from error
     usd = record_call(branch, imodel, call.response.usage) if billing != "none" else None
+    note = _cache_break(branch, request) if billing == "live" else None
+    if not return_ins_res_message:  # the text alone: no message is made to be thrown away
+        return clean_text(call.response.text or "")
     res = _to_assistant_response(branch, imodel, call.response, usd)
-    if billing == "live" and (note := _cache_break(branch, request)) and imodel.cache:
+    if note and imodel.cache:
         res.metadata["cache_note"] = note
-    if return_ins_res_message:
-        return ins, res
-    return res.response
+    return ins, res
 
 
 def _to_assistant_response(

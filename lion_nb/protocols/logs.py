@@ -155,8 +155,8 @@ class DataLogger:
             entry = content
         elif isinstance(content, BaseModel):
             entry = Log(content=content.model_dump())
-        elif isinstance(content, Mapping):
-            entry = Log(content=dict(content))
+        elif isinstance(content, Mapping):  # validation copies the dict: the caller's stays theirs
+            entry = Log(content=content if type(content) is dict else dict(content))
         else:
             raise TypeError(
                 f"`DataLogger.log` takes a dict (or a pydantic model), got "
@@ -168,7 +168,7 @@ class DataLogger:
             if self.persistent:
                 self._flush_in_background()
             while len(self.logs) > capacity:  # no persist_dir
-                self.logs.remove(self.logs[0])
+                self.logs.popleft()
         return entry
 
     def _flush_in_background(self) -> None:

@@ -75,6 +75,10 @@ class Pile(Generic[T]):
 
     pop = remove
 
+    def popleft(self) -> T:
+        """Remove and return the first item (a log kept to its capacity drops its oldest)."""
+        return self._items.pop(self.progression.popleft())
+
     def clear(self) -> None:
         self._items.clear()
         self.progression.clear()

@@ -48,6 +48,17 @@ class Progression:
         else:
             del self._members[uid]
 
+    def popleft(self) -> UUID:
+        """Remove and return the first id (``IndexError`` when empty)."""
+        uid = self.order.pop(0)
+        self.version += 1
+        left = self._members[uid] - 1
+        if left:
+            self._members[uid] = left
+        else:
+            del self._members[uid]
+        return uid
+
     def clear(self) -> None:
         self.version += 1
         self.order.clear()

@@ -243,7 +243,7 @@ def _owner(branch: Branch) -> Session | None:
     if owner is None:
         return None
     ledger = private.get("_ledger") or branch_ledger(branch)
-    if ledger.owner_id == owner:
+    if ledger.owner_id is owner or ledger.owner_id == owner:  # `is`: no UUID.__eq__ call
         session = ledger.owner()
         if session is not None:
             return session

@@ -4,7 +4,7 @@ ADR-0021 D3 clause -> test
 - chat and communicate apply providers, build one request, call the model, clear the injection slot in a finally, log the call -> test_chat_logs_the_call_and_clears_the_slot_even_on_failure
 - chat does not append the instruction or response -> test_chat_records_nothing
 - chat raises ExecutionError on a FAILED call before reading a response -> test_failed_call_raises_execution_error_with_cause
-- return_ins_res_message is the discriminator -> test_return_flag_discriminates_the_result
+- return_ins_res_message is the discriminator -> test_return_flag_discriminates_the_result, test_chat_text_is_masked_and_whole_as_the_response_message_holds_it
 - communicate(clear_messages=True) clears first; appends instruction then response -> test_communicate_clears_then_appends_in_order
 - communicate(skip_validation=True) returns the recorded text -> test_skip_validation_returns_the_recorded_text
 - chat_and_record forces the flag, delegates once, appends in order, returns the text -> test_chat_and_record_forces_the_tuple_and_appends_in_order
@@ -218,3 +218,19 @@ def test_negative_parse_retries_become_zero():
 
     assert clamp_parse_retries(-3) == 0
     assert clamp_parse_retries(2) == 2
+
+
+def test_chat_text_is_masked_and_whole_as_the_response_message_holds_it():
+    from lion_nb.models.secrets import MASK, Secret
+
+    key = "sk-test-chat-text-echo-0123456789"
+    Secret(key)
+    answer = f"the key is {key} \ud800"
+    b = Branch(chat_model=_scripted(answer, answer))
+    text = anyio.run(b.chat, "echo it")
+
+    async def pair():
+        return await b.chat("echo it", return_ins_res_message=True)
+
+    _ins, res = anyio.run(pair)
+    assert text == res.response == f"the key is {MASK} \ufffd"

@@ -63,6 +63,18 @@ def test_pile_remove_and_missing_item_error():
         pile[uuid4()]
 
 
+def test_pile_popleft_drops_the_first_item_and_marks_the_order_changed():
+    a, b = Element(), Element()
+    pile = Pile([a, b])
+    version = pile.progression.version
+    assert pile.popleft() is a
+    assert list(pile) == [b] and a not in pile and a.id not in pile.progression
+    assert pile.progression.version == version + 1
+    assert pile.popleft() is b and len(pile) == 0
+    with pytest.raises(IndexError):
+        pile.popleft()
+
+
 def test_pile_insert_places_item_at_index():
     items = [Element() for _ in range(3)]
     pile = Pile(items)
