@@ -40,6 +40,7 @@ _KINDS = {
     "action_request": ActionRequest,
     "action_response": ActionResponse,
 }
+_KIND_ORDER = tuple(_KINDS)  # the order of `add_message`'s keywords
 _TEXT_FIELD = {
     "instruction": "instruction",
     "assistant_response": "response",
@@ -137,25 +138,17 @@ class MessageManager:
         **fields: Any,
     ) -> RoledMessage:
         """Record one message, given as exactly one of the five kinds (text or object)."""
-        given = {
-            k: v
-            for k, v in (
-                ("instruction", instruction),
-                ("assistant_response", assistant_response),
-                ("system", system),
-                ("action_request", action_request),
-                ("action_response", action_response),
-            )
-            if v is not None
-        }
+        values = (instruction, assistant_response, system, action_request, action_response)
+        given = [kind for kind, v in zip(_KIND_ORDER, values, strict=True) if v is not None]
         if len(given) != 1:
             raise ValueError(
                 "`add_message` takes exactly one of `instruction=`, `assistant_response=`, "
                 f"`system=`, `action_request=`, `action_response=` (got {sorted(given) or 'none'})."
             )
-        kind, value = next(iter(given.items()))
+        kind = given[0]
+        value = values[_KIND_ORDER.index(kind)]
         message = self._build(kind, value, sender, recipient, metadata, fields)
-        if isinstance(message, System):
+        if kind == "system":  # `_build` made a System (an isinstance check costs more)
             self.set_system(message)
         else:
             self.messages.append(message)

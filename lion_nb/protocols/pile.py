@@ -20,6 +20,10 @@ __all__ = ["Pile"]
 T = TypeVar("T", bound=Element)
 
 
+#: the classes each ``item_type`` was seen to accept (subclassing never changes afterwards)
+_ACCEPTED: dict[Any, set[type]] = {}
+
+
 class Pile(Generic[T]):
     """Ordered, typed, id-keyed items. ``item_type`` (a class or tuple) is checked on add."""
 
@@ -52,8 +56,12 @@ class Pile(Generic[T]):
 
     # -- adding and removing -------------------------------------------------------------
     def append(self, item: T) -> None:
-        if self.item_type is not None and not isinstance(item, self.item_type):
-            raise TypeError(f"A Pile of {self._type_name()} cannot hold a {type(item).__name__}.")
+        kind = item.__class__
+        if self.item_type is not None and kind not in _ACCEPTED.get(self.item_type, ()):
+            # an isinstance check on a pydantic class goes through ABCMeta: once per class
+            if not isinstance(item, self.item_type):
+                raise TypeError(f"A Pile of {self._type_name()} cannot hold a {kind.__name__}.")
+            _ACCEPTED.setdefault(self.item_type, set()).add(kind)
         if item.id in self._items:
             raise ItemExistsError(f"Item {item.id} is already in this Pile.")
         self._items[item.id] = item

@@ -8,7 +8,8 @@ targets beside them; nothing here is a pass/fail assertion.
 - ``communicate()`` with the ledger against the same call with the ledger's two hooks
   replaced by no-ops (the baseline), interleaved so that a busy machine hits both alike;
   the difference of the two medians is within the noise of a 130 us call, so the time spent
-  in the two hooks is also measured inside the calls themselves (the target's figure);
+  in the two hooks is also measured inside the calls themselves, less what the same timing
+  of two no-op hooks measures (the target's figure);
 - the same with a budget set on the session (its check estimates the request's input);
 - per-call cost at 2,000 messages of history against the first calls: it must not grow.
 """
@@ -96,7 +97,7 @@ def communicate_with_and_without(
     branch = session.default_branch
     branch.chat_model = _model()
     _timed(branch, 200)  # warm up
-    with_, without, inside, timed_calls = [], [], [0.0], 0
+    with_, without, inside, timer, timed_calls = [], [], [0.0], [0.0], 0
     try:
         for _ in range(rounds):
             chat_op.record_call, chat_op.check_budgets = real
@@ -104,13 +105,16 @@ def communicate_with_and_without(
             chat_op.record_call = _timing(real[0], inside)
             chat_op.check_budgets = _timing(real[1], inside)
             _timed(branch, CALLS // rounds)
+            chat_op.record_call = _timing(lambda *a, **k: None, timer)  # the timing's own cost
+            chat_op.check_budgets = _timing(lambda *a, **k: None, timer)
+            _timed(branch, CALLS // rounds)
             timed_calls += CALLS // rounds
             chat_op.record_call = lambda *a, **k: None
             chat_op.check_budgets = lambda *a, **k: None
             without += _timed(branch, CALLS // rounds)
     finally:
         chat_op.record_call, chat_op.check_budgets = real
-    own = inside[0] / timed_calls * 1e6
+    own = (inside[0] - timer[0]) / timed_calls * 1e6
     return statistics.median(with_) * 1e6, statistics.median(without) * 1e6, own
 
 
