@@ -36,6 +36,11 @@ if TYPE_CHECKING:
 __all__ = ["Budget", "BudgetWarning", "Meter", "after_call", "budget_scope", "check_budgets"]
 
 
+#: whether any `Budget` was made in this process: until one is, no call has a budget to check
+#: and the checks return at once (most programs never make one)
+_MADE = [False]
+
+
 class BudgetWarning(UserWarning):
     """Spend under a budget reached its ``warn_at`` share."""
 
@@ -64,6 +69,7 @@ class Budget:
         self.tokens = tokens
         self.warn_at = warn_at
         self._warned = False
+        _MADE[0] = True
 
     @classmethod
     def of(cls, value: Any) -> Budget | None:
@@ -149,6 +155,8 @@ def _spent(spend: Any) -> tuple[float, int, int]:
 
 def check_budgets(branch: Branch, imodel: Any, request: Any) -> None:
     """Raise before a call that would cross a budget (see the module docstring)."""
+    if not _MADE[0]:
+        return
     private = branch.__pydantic_private__
     session = None
     if private.get("_owning_session_id") is not None:
@@ -225,6 +233,8 @@ def _raise_hint(where: str) -> str:
 
 def after_call(branch: Branch, session: Session | None, usd: float | None, tokens: int) -> None:
     """Count a recorded call against the scoped budgets; warn once at ``warn_at``."""
+    if not _MADE[0]:
+        return
     scopes = _SCOPES.get()
     for meter in scopes:
         meter.add(usd, tokens)

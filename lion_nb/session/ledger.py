@@ -15,6 +15,7 @@ A call the ledger never saw (one of an earlier kernel whose answer was not recor
 
 from __future__ import annotations
 
+import operator
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, fields
@@ -178,16 +179,19 @@ def _count(value: Any) -> int:
     return value if type(value) is int else int(value) if isinstance(value, float) else 0
 
 
+_COUNTS_OF = operator.itemgetter(*_COUNTS)
+
+
 def _row(branch_id: str, model: str, usage: Any, usd: float | None, when: float) -> tuple:
-    """One ledger row. A normalized usage holds ints; anything else is coerced (slow path)."""
-    if not isinstance(usage, dict):
+    """One ledger row. A normalized usage holds the five counts as ints (one look-up for
+    all five); anything else is coerced (slow path)."""
+    if usage.__class__ is not dict and not isinstance(usage, dict):
         return (when, branch_id, model, 0, 0, 0, 0, 0, usd, False)
-    g = usage.get
-    inp = g("input_tokens") or 0
-    out = g("output_tokens") or 0
-    read = g("cache_read_tokens") or 0
-    write = g("cache_write_tokens") or 0
-    reason = g("reasoning_tokens") or 0
+    try:
+        inp, out, read, write, reason = _COUNTS_OF(usage)
+    except KeyError:
+        g = usage.get
+        inp, out, read, write, reason = (g(k) for k in _COUNTS)
     if not (type(inp) is type(out) is type(read) is type(write) is type(reason) is int):
         inp, out, read, write, reason = map(_count, (inp, out, read, write, reason))
     return (when, branch_id, model, inp, out, read, write, reason, usd, "estimated" in usage)

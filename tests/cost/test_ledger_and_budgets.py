@@ -303,3 +303,31 @@ def test_a_cli_run_is_checked_against_the_budget_before_it_starts():
 
     anyio.run(main)
     assert len(branch.messages) == 0  # not even the instruction
+
+
+def test_a_budget_made_after_calls_without_one_still_applies():
+    # budgets are not looked at until one exists: the first one made must take effect at once
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = (
+        "import anyio\n"
+        "from lion_nb import Branch, Budget, iModel\n"
+        "from lion_nb.errors import BudgetExceeded\n"
+        "m = iModel(provider='offline', model='function', function=lambda ms, **kw: 'ok' * 50,"
+        " price={'input': 1000.0, 'output': 1000.0})\n"
+        "b = Branch(chat_model=m)\n"
+        "anyio.run(b.communicate, 'free so far')\n"
+        "b.budget = Budget(usd=b.cost().usd + 1e-9)\n"
+        "try:\n"
+        "    anyio.run(b.communicate, 'over')\n"
+        "except BudgetExceeded as exc:\n"
+        "    print('refused:', type(exc).__name__)\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    run = subprocess.run(
+        [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=120
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "refused: BudgetExceeded"
