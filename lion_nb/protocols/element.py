@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import time
 from typing import Any
 from uuid import UUID, SafeUUID
@@ -17,14 +18,20 @@ IDLike = Any  # an Element, a UUID or its string form
 _VERSION_BITS = ~((0xF000 << 64) | (0xC000 << 48))
 _VERSION_4 = (4 << 76) | (0x8000 << 48)
 
+# Ids must be unique, not secret: they name messages, logs and branches in files and on
+# screen. So they come from a generator seeded once from the operating system, instead of a
+# system call per id as ``uuid4()`` makes (on a virtual machine that call costs microseconds,
+# and a turn makes several ids). A forked child seeds its own, so it never repeats its parent.
+_RANDOM = random.Random()
+os.register_at_fork(after_in_child=_RANDOM.seed)
+
 
 def new_id() -> UUID:
-    """A random (version 4) UUID, as ``uuid.uuid4()`` makes it, in half its time: every
-    message, log entry and branch gets one, several per turn. The 128 random bits get the
-    version and variant bits set, and the UUID's two slots are filled directly instead of
+    """A random (version 4) UUID: 122 random bits with the version and variant set, as
+    ``uuid.uuid4()`` makes it, with the UUID's two slots filled directly rather than
     through ``UUID.__init__``'s argument checks."""
     uid = object.__new__(UUID)
-    object.__setattr__(uid, "int", int.from_bytes(os.urandom(16)) & _VERSION_BITS | _VERSION_4)
+    object.__setattr__(uid, "int", _RANDOM.getrandbits(128) & _VERSION_BITS | _VERSION_4)
     object.__setattr__(uid, "is_safe", SafeUUID.unknown)
     return uid
 

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import contextvars
 import time
-import uuid
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
+from ..protocols.element import new_id
 from ..protocols.signals import RunEnd, RunFailed, RunStart, Signal
 
 if TYPE_CHECKING:
@@ -73,7 +73,7 @@ class RunLifecycle:
     def __init__(self, branch: Branch, operation: str):
         self.branch = branch
         self.operation = operation
-        self.run_id = uuid.uuid4().hex
+        self.run_id = new_id().hex
         self.active = branch._observer is not None and not in_nested_turn(branch)
         self.started = 0.0
         self.terminated = False

@@ -31,6 +31,32 @@ def test_element_ids_are_random_version_4_uuids_like_uuid4s():
     assert Element.model_validate_json(Element().model_dump_json()).id.version == 4
 
 
+def test_a_forked_child_makes_other_ids_than_its_parent():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = (
+        "import os, sys\n"
+        "from lion_nb.protocols.element import new_id\n"
+        "new_id()\n"
+        "read, write = os.pipe()\n"
+        "if os.fork() == 0:\n"
+        "    os.write(write, ' '.join(str(new_id()) for _ in range(3)).encode())\n"
+        "    os._exit(0)\n"
+        "os.wait()\n"
+        "print(os.read(read, 4096).decode())\n"
+        "print(' '.join(str(new_id()) for _ in range(3)))\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    run = subprocess.run(
+        [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=60
+    )
+    assert run.returncode == 0, run.stderr
+    child, parent = (set(line.split()) for line in run.stdout.splitlines())
+    assert len(child) == len(parent) == 3 and not child & parent
+
+
 def test_pile_keeps_order_and_looks_up_by_id_index_and_string():
     items = [Element() for _ in range(5)]
     pile = Pile(items)
