@@ -8,8 +8,10 @@ note and lion_nb's figures are still printed.
 Each side runs in its own interpreter, in alternating rounds (lion_nb first, then lionagi
 first, ...), and each figure is the median of the rounds' medians; the ratio is lionagi's
 time over lion_nb's. Before a figure's timed calls each side makes the same calls untimed for
-the same half second: counted in calls, lion_nb's warm-up would be over in a few
-milliseconds, before the processor has left an idle machine's low clock. Measured:
+the same half second, then times calls for the same half second (at least 500 of them):
+counted in calls, lion_nb's warm-up would be over in a few milliseconds, before the
+processor has left an idle machine's low clock, and its timed calls would fill a window
+short enough for one slow moment of the machine to move its median. Measured:
 
 - ``communicate()`` with history cleared, both on their own offline test model: lion_nb's
   function model answering "ok", lionagi's scripted endpoint (``lionagi.testing``, the
@@ -66,6 +68,7 @@ else:
     version = "lionagi " + lionagi.__version__
 
 WARM_UP = 0.5  # seconds of calls before any is timed: the same time for both sides
+WINDOW = 0.5  # seconds of timed calls (and at least `calls` of them): the same for both
 
 async def turns():
     until = time.perf_counter() + WARM_UP
@@ -73,7 +76,8 @@ async def turns():
         rewind()
         await branch.communicate("hi", clear_messages=True)
     samples = []
-    for _ in range(calls):
+    until = time.perf_counter() + WINDOW
+    while len(samples) < calls or time.perf_counter() < until:
         rewind()
         start = time.perf_counter()
         answer = await branch.communicate("hi", clear_messages=True)
@@ -86,7 +90,8 @@ until = time.perf_counter() + WARM_UP
 while time.perf_counter() < until:
     Branch()
 samples = []
-for _ in range(builds):
+until = time.perf_counter() + WINDOW
+while len(samples) < builds or time.perf_counter() < until:
     start = time.perf_counter()
     Branch()
     samples.append(time.perf_counter() - start)
