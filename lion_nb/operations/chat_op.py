@@ -79,17 +79,6 @@ def _plain(value: Any) -> bool:
     return value is None or isinstance(value, (str, int, float, bool))
 
 
-def id_text(branch: Branch) -> str:
-    """The branch's id as text, made once (``str(uuid)`` costs a microsecond, and a turn
-    needs it three times)."""
-    private = branch.__pydantic_private__
-    text = private.get("_id_text")
-    if text is None or private.get("_id_of_text") is not branch.id:
-        text = private["_id_text"] = str(branch.id)
-        private["_id_of_text"] = branch.id
-    return text
-
-
 def make_instruction(branch: Branch, instruction: Any, param: ChatParam) -> Instruction:
     """The Instruction message for this turn (an Instruction passed in is used as is)."""
     if isinstance(instruction, Instruction):
@@ -115,7 +104,7 @@ def make_instruction(branch: Branch, instruction: Any, param: ChatParam) -> Inst
         files=files,
         plain_content=param.plain_content,
         sender=param.sender if param.sender is not None else (branch.user or "user"),
-        recipient=param.recipient if param.recipient is not None else id_text(branch),
+        recipient=param.recipient if param.recipient is not None else branch.id_text,
     )
 
 
@@ -147,7 +136,7 @@ def build_request(
         tools=_as_openai_tools(param.tool_schemas or ins.tool_schemas),
         response_format=fmt,
         options=dict(param.imodel_kw),
-        cache_key=id_text(branch),
+        cache_key=branch.id_text,
     )
 
 
@@ -224,7 +213,7 @@ def _to_assistant_response(
         metadata["finish_reason"] = "length"
     return AssistantResponse(
         response=response.text or "",
-        sender=id_text(branch),
+        sender=branch.id_text,
         recipient=branch.user or "user",
         metadata=metadata,
     )

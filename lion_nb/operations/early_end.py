@@ -124,7 +124,7 @@ def partial_answer(branch: Any, imodel: Any, text: str, reason: str) -> Assistan
     metadata = mark_incomplete({"model": f"{imodel.provider}/{imodel.model}"}, reason)
     return AssistantResponse(
         response=text,
-        sender=str(branch.id),
+        sender=branch.id_text,
         recipient=branch.user or "user",
         metadata=metadata,
     )

@@ -116,6 +116,7 @@ class Branch(BranchVerbs, Element):
     _budget: Any = PrivateAttr(None)
     _prefix_print: Any = PrivateAttr(None)  # the last request's system prompt and tools
     _mcp_servers: dict = PrivateAttr(default_factory=dict)
+    _id_text: Any = PrivateAttr(None)  # (the id, its text): see `id_text`
 
     def __init__(
         self,
@@ -233,6 +234,16 @@ class Branch(BranchVerbs, Element):
     # -- managers and accessors -------------------------------------------------------------------
     # Hot accessors read ``__pydantic_private__`` directly: pydantic's ``__getattr__`` path for
     # private attributes costs microseconds, which adding a message must not pay.
+    @property
+    def id_text(self) -> str:
+        """The id as text, made once per id: ``str(uuid)`` costs a microsecond, and a turn
+        needs it for its messages' sender and recipient, its signals and its ledger row."""
+        private = self.__pydantic_private__
+        made = private["_id_text"]
+        if made is None or made[0] is not self.id:
+            made = private["_id_text"] = (self.id, str(self.id))
+        return made[1]
+
     @property
     def msgs(self) -> MessageManager:
         return self.__pydantic_private__["_message_manager"]
@@ -375,7 +386,7 @@ class Branch(BranchVerbs, Element):
         from ..protocols.signals import MessageAdded
 
         signals: list[Signal] = [
-            MessageAdded(branch_id=str(self.id), branch_name=self.name, message=message)
+            MessageAdded(branch_id=self.id_text, branch_name=self.name, message=message)
         ]
         if self._capability_grant is not None and isinstance(message, AssistantResponse):
             from ..protocols.capabilities import extract_capability_signals

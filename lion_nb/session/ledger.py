@@ -202,7 +202,7 @@ def branch_ledger(branch: Branch) -> Ledger:
     private = branch.__pydantic_private__
     ledger = private.get("_ledger")
     if ledger is None:
-        ledger = private["_ledger"] = Ledger(str(branch.id))
+        ledger = private["_ledger"] = Ledger(branch.id_text)
         for message in branch.messages:
             meta = message.metadata
             if "cost_usd" not in meta or meta.get("clone_from") or "usage" not in meta:

@@ -46,7 +46,7 @@ def in_nested_turn(branch: Branch | None = None) -> bool:
     active = _NESTED.get()
     if branch is None:
         return bool(active)
-    return _ALL in active or str(branch.id) in active
+    return _ALL in active or branch.id_text in active
 
 
 class nested_turns:
@@ -56,7 +56,7 @@ class nested_turns:
     __slots__ = ("_key", "_token")
 
     def __init__(self, branch: Branch | None = None):
-        self._key = _ALL if branch is None else str(branch.id)
+        self._key = _ALL if branch is None else branch.id_text
 
     def __enter__(self) -> None:
         self._token = _NESTED.set(_NESTED.get() | {self._key})
@@ -127,7 +127,7 @@ async def observed_run(branch: Branch, awaitable: Awaitable[T], operation: str) 
         return await awaitable
     life = RunLifecycle(branch, operation)
     await life.start()
-    token = _NESTED.set(_NESTED.get() | {str(branch.id)})
+    token = _NESTED.set(_NESTED.get() | {branch.id_text})
     try:
         result = await awaitable
     except BaseException as exc:
