@@ -138,8 +138,7 @@ def _text(text: str, values: tuple[str, ...]) -> str:
 
 
 def _walk(value: Any, values: tuple[str, ...]) -> Any:
-    # Strings are looked at in line (a call per dict key and value would cost more than the
-    # look): an ASCII string too short to hold a secret is kept as it is.
+    # only called once `_dirty` found something to change: the plain walk, not the fast look
     cls = value.__class__
     if cls is str:
         return _text(value, values)
@@ -147,22 +146,8 @@ def _walk(value: Any, values: tuple[str, ...]) -> Any:
         out = {}
         changed = False
         for key, item in value.items():
-            new_key = key
-            if key.__class__ is str:
-                if not key.isascii() or (values and len(key) >= MIN_SCRUB):
-                    new_key = _text(key, values)
-            elif key.__class__ not in _KEPT:
-                new_key = _walk(key, values)
-            kind = item.__class__
-            if kind in _KEPT:
-                new = item
-            elif kind is str:
-                if item.isascii() and (not values or len(item) < MIN_SCRUB):
-                    new = item
-                else:
-                    new = _text(item, values)
-            else:
-                new = _walk(item, values)
+            new_key = key if key.__class__ in _KEPT else _walk(key, values)
+            new = item if item.__class__ in _KEPT else _walk(item, values)
             if new is not item or new_key is not key:
                 changed = True
             out[new_key] = new

@@ -139,14 +139,14 @@ class MessageManager:
     ) -> RoledMessage:
         """Record one message, given as exactly one of the five kinds (text or object)."""
         values = (instruction, assistant_response, system, action_request, action_response)
-        given = [kind for kind, v in zip(_KIND_ORDER, values, strict=True) if v is not None]
+        given = [(kind, v) for kind, v in zip(_KIND_ORDER, values, strict=True) if v is not None]
         if len(given) != 1:
+            named = sorted(kind for kind, _ in given) or "none"
             raise ValueError(
                 "`add_message` takes exactly one of `instruction=`, `assistant_response=`, "
-                f"`system=`, `action_request=`, `action_response=` (got {sorted(given) or 'none'})."
+                f"`system=`, `action_request=`, `action_response=` (got {named})."
             )
-        kind = given[0]
-        value = values[_KIND_ORDER.index(kind)]
+        ((kind, value),) = given
         message = self._build(kind, value, sender, recipient, metadata, fields)
         if kind == "system":  # `_build` made a System (an isinstance check costs more)
             self.set_system(message)

@@ -42,22 +42,22 @@ class Progression:
         uid = to_id(ref)
         self.version += 1
         self.order.remove(uid)
-        left = self._members[uid] - 1
-        if left:
-            self._members[uid] = left
-        else:
-            del self._members[uid]
+        self._forget(uid)
 
     def popleft(self) -> UUID:
         """Remove and return the first id (``IndexError`` when empty)."""
         uid = self.order.pop(0)
         self.version += 1
+        self._forget(uid)
+        return uid
+
+    def _forget(self, uid: UUID) -> None:
+        """Count one occurrence of ``uid`` fewer (it was just taken out of ``order``)."""
         left = self._members[uid] - 1
         if left:
             self._members[uid] = left
         else:
             del self._members[uid]
-        return uid
 
     def clear(self) -> None:
         self.version += 1
