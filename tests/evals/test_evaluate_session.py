@@ -74,6 +74,22 @@ def test_a_judge_under_a_session_budget_is_not_started_past_it():
     assert session.cost().usd <= 0.001
 
 
+def test_a_judges_calls_count_against_the_runs_own_budget():
+    calls: Counter = Counter()
+    run = evaluate(
+        Session(),
+        prompt=PROMPTS,
+        models=[answering()],
+        checks=[judge("Doubles the number.", model=grader(calls))],
+        budget=Budget(usd=0.03, warn_at=None),
+        concurrency=1,
+    )
+    assert calls["graded"] == 1  # $0.02 spent: a second verdict could pass $0.03
+    reasons = [row.checks[0].reason for row in run.rows]
+    assert reasons.count("doubles it") == 1
+    assert sum("batch budget of $0.03 is reached" in r for r in reasons) == 7
+
+
 def test_a_judges_calls_are_in_the_session_ledger_and_cost():
     calls: Counter = Counter()
     session = Session()

@@ -37,10 +37,10 @@ def read_block(prompt: str) -> tuple[str, str, str]:
     found = _OPEN.search(prompt)
     assert found is not None, prompt
     fence = ">" * len(found.group(1))
-    rest = prompt[found.end() :]
+    rest = "\n" + prompt[found.end() :]  # a closing line may come first
     end = rest.find("\n" + fence)
     assert end >= 0, prompt
-    answer, after = rest[:end], rest[end + 1 + len(fence) :]
+    answer, after = rest[1:end] if end else "", rest[end + 1 + len(fence) :]
     return prompt[: found.start()], answer, after
 
 
