@@ -15,7 +15,6 @@ isolated on their own branches. Decisions:
   cell has ended, so a grid of hundreds of cells does not fill the session's branches:
   ``row.branch`` and ``run.branches()`` have them (``session.include_branches(b)`` to go
   on with one). The session's ledger keeps their calls: ``session.cost()`` counts them.
-
 - **Live, one map.** Cells go into one `BatchRun` (the model chosen per cell), ordered
   repeat by repeat, so ``concurrency`` bounds the whole grid. Each cell's operation sends
   its prompt (``communicate``; ``run`` for a CLI agent), times that call alone, then runs
@@ -94,6 +93,7 @@ class EvalRun(EvalResults):
         **kwargs: Any,
     ):
         from ..session.batch import next_name
+        from ..session.ledger import session_ledger
 
         if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
             raise ConfigurationError(f"`repeat={repeat!r}`: give how many times (1 or more).")
@@ -104,8 +104,6 @@ class EvalRun(EvalResults):
         self.session = session
         self.cases = load_cases(cases)
         self.prompts, self._templates = label_prompts(prompt)
-        from ..session.ledger import session_ledger
-
         source = session._resolve(branch)
         self.models, self._models = label_models(models, source.chat_model)
         session_ledger(session)  # made now, it keeps the calls of branches that leave
