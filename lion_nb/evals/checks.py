@@ -84,13 +84,18 @@ class CheckResult:
 class CellInfo:
     """What a check may know of the call beside the answer: its cost in dollars (``None``
     when unpriced), the model call's seconds (``None`` when unknown), its tokens, the model
-    that answered and the prompt it was sent."""
+    that answered and the prompt it was sent. A model-graded check also reads the session
+    its calls belong to (``None``: none), the name to give its branch and a list that keeps
+    its branches with the run."""
 
     cost_usd: float | None = None
     latency: float | None = None
     tokens: int = 0
     model: Any = None
     prompt: Any = None
+    session: Any = None
+    name: str | None = None
+    graders: list[Any] | None = None
 
 
 class Check:

@@ -9,8 +9,18 @@ neither fails the check with the reply as the reason -- a grader that does not g
 passes an answer.
 
 The grader sees the rubric, the case (as JSON) and the answer. It is told the answer is
-data to grade, not instructions to follow. With no ``model=``, the model that answered
-grades its own answer (cheap, but biased; name a grader for real use).
+data to grade, not instructions to follow, and the answer cannot end its own block: it
+stands between a line of ``<<<`` and a line of ``>>>``, each one longer than any run of
+``<`` or ``>`` in the answer, so no text of the answer can close the block and write a
+rubric or an answer of its own after it. (An answer with no such run keeps the three-mark
+fences, so a grading prompt reads the same as it always did.) With no ``model=``, the model
+that answered grades its own answer (cheap, but biased; name a grader for real use).
+
+In an evaluation the grader's branch belongs to the session while it grades: its call is
+under the session's budget (and the run's ``budget=``) and in the session's ledger, so
+``session.cost()`` counts it; the branch then leaves the session and stays with the run
+(``run.branches(graders=True)``). Called on its own (``await judge(...)(answer, case)``)
+it grades on a branch of no session.
 """
 
 from __future__ import annotations
@@ -31,6 +41,15 @@ SYSTEM = (
 )
 _OBJECT = re.compile(r"\{.*\}", re.S)
 _WORD = re.compile(r"^\W*(pass|passed|yes|fail|failed|no)\b", re.I)
+_RUNS = re.compile(r"<+|>+")
+
+
+def fences(text: str) -> tuple[str, str]:
+    """The lines that open and close ``text``'s block: longer than any run of ``<`` or
+    ``>`` in it (three at least), so neither occurs in ``text``."""
+    longest = max((len(run) for run in _RUNS.findall(text)), default=0)
+    width = max(3, longest + 1)
+    return "<" * width, ">" * width
 
 
 def parse_verdict(reply: Any) -> tuple[bool | None, str]:
@@ -86,16 +105,30 @@ class judge(Check):
             case_text = json.dumps(case, ensure_ascii=False, default=str, sort_keys=True)
         except (TypeError, ValueError):
             case_text = repr(case)
+        text = _text(answer)
+        opening, closing = fences(text)
         return (
             f"Rubric:\n{self.rubric}\n\nCase:\n{case_text}\n\n"
-            f"Answer to grade:\n<<<\n{_text(answer)}\n>>>"
+            f"Answer to grade:\n{opening}\n{text}\n{closing}"
         )
 
     async def check(self, answer: Any, case: Any, info: CellInfo) -> Any:  # type: ignore[override]
+        from ..errors import BudgetExceeded
         from ..session.branch import Branch
 
-        grader = Branch(chat_model=self._grader(info), system=SYSTEM)
-        reply = await grader.communicate(self.prompt(answer, case), **self.kwargs)
+        grader = Branch(chat_model=self._grader(info), system=SYSTEM, name=info.name)
+        session = info.session
+        if session is not None:  # its call is the session's: its budget, its ledger
+            session.include_branches(grader)
+        if info.graders is not None:
+            info.graders.append(grader)
+        try:
+            reply = await grader.communicate(self.prompt(answer, case), **self.kwargs)
+        except BudgetExceeded as exc:
+            return False, f"not graded: {exc}"
+        finally:
+            if session is not None and grader.id in session:
+                session.remove_branch(grader)
         passed, reason = parse_verdict(reply)
         if passed is None:
             return False, f"the grader gave no verdict: {_short(reason, 120)!r}"

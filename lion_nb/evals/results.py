@@ -8,13 +8,17 @@ computed from them. A row is one cell of the grid: prompt × model × case × re
   never ran has no verdict (``passed`` is ``None``) and counts nowhere.
 - **The summary** gives, per prompt × model, the passes over every case × repeat that has a
   verdict, the rate, its 95 % Wilson interval (`stats.wilson`), and the mean cost (over the
-  priced answers; ``unpriced`` counts the others) and mean latency.
+  priced answers; ``unpriced`` counts the others) and mean latency. A row that failed is
+  counted as an ``error`` (its call failed: no key, a refused request) or as ``failed``
+  (it answered and a check said no), and the most common error is named: a run whose calls
+  all failed says why, not only ``0/3 passed``.
 - **Comparison** is in `regress`.
 """
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,6 +93,29 @@ class EvalRow:
         )
 
 
+def _top(rows: list[EvalRow]) -> tuple[str, int] | None:
+    """The error most of ``rows`` failed with (the first seen, on a tie) and its count."""
+    found = Counter(r.error for r in rows if r.error)
+    return found.most_common(1)[0] if found else None
+
+
+def errors_text(
+    errors: int, failed: int, top: tuple[str, int], limit: int = 240
+) -> tuple[str, str]:
+    """``("3 errors, 1 failed its checks", "most common error (2 of 3): ...")``."""
+    counts = (
+        f"{errors} error{'s' * (errors != 1)}, {failed} failed "
+        f"{'its' if failed == 1 else 'their'} checks"
+    )
+    times = f" ({top[1]} of {errors})" if errors > 1 else ""
+    return counts, f"most common error{times}: {_clip(top[0], limit)}"
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _jsonable(value: Any) -> Any:
     dump = getattr(value, "model_dump", None)
     if callable(dump) and not isinstance(value, type):
@@ -122,7 +149,9 @@ class EvalResults:
 
     def summary(self) -> list[dict[str, Any]]:
         """Per prompt × model: passes, total, rate, its 95 % Wilson interval, mean cost and
-        latency (see the module docstring)."""
+        latency, the rows whose call failed (``errors``) apart from those whose checks did
+        (``failed``), and the most common error (``top_error``, on ``top_error_rows`` rows)
+        (see the module docstring)."""
         groups: dict[tuple[str, str], list[EvalRow]] = {
             (p, m): [] for p in self.prompts for m in self.models
         }
@@ -134,6 +163,7 @@ class EvalResults:
             low, high = wilson(passed, len(rows))
             costs = [r.cost_usd for r in rows if r.cost_usd is not None and r.error is None]
             latencies = [r.latency for r in rows if r.latency is not None]
+            top = _top(rows)
             out.append(
                 {
                     "prompt": prompt,
@@ -147,19 +177,38 @@ class EvalResults:
                     "unpriced": sum(1 for r in rows if r.cost_usd is None and r.error is None),
                     "mean_latency": sum(latencies) / len(latencies) if latencies else None,
                     "errors": sum(1 for r in rows if r.error),
+                    "failed": sum(1 for r in rows if not r.passed and not r.error),
+                    "top_error": top[0] if top else None,
+                    "top_error_rows": top[1] if top else 0,
                 }
             )
         return out
+
+    def errors(self) -> tuple[str, str] | None:
+        """The whole run's rows whose call failed, apart from those whose checks did, and
+        the most common error, as two texts (``None``: no call failed)."""
+        rows = self.graded()
+        top = _top(rows)
+        if top is None:
+            return None
+        failed = sum(1 for r in rows if not r.passed and not r.error)
+        return errors_text(sum(1 for r in rows if r.error), failed, top)
 
     def summary_text(self) -> str:
         """The summary as aligned text lines."""
         lines = []
         for s in self.summary():
             rate = "–" if s["pass_rate"] is None else f"{s['pass_rate']:.0%}"
-            lines.append(
+            line = (
                 f"{s['prompt']} × {s['model']}: {s['passed']}/{s['total']} passed ({rate}, "
                 f"95% CI {s['low']:.0%}–{s['high']:.0%})"
             )
+            if s["errors"]:  # a failed call is not a failed check: say which, and why
+                counts, top = errors_text(
+                    s["errors"], s["failed"], (s["top_error"], s["top_error_rows"])
+                )
+                line += f"; {counts}\n  {top}"
+            lines.append(line)
         return "\n".join(lines)
 
     def to_dataframe(self) -> Any:

@@ -5,8 +5,16 @@ and saved.
 name=None)`` returns an `EvalRun` at once (``await`` it for the finished run); each cell of
 the grid is one item of ``session.map``, so the grid runs on that engine unchanged:
 concurrency, the models' rate limits, Stop and Retry, cassettes, ``via="batch"``, items
-isolated on clones of the source branch. Decisions:
+isolated on their own branches. Decisions:
 
+- **Each case is its own conversation.** A cell's branch starts from the source branch's
+  system prompt, model and tools -- none of its messages: an evaluation on a notebook's
+  active branch sends the system prompt and the case, as one in a fresh `Session` does.
+- **The cells' branches stay with the run.** A cell's branch is in the session while it
+  answers (the session's budget, ledger, hooks and signals apply) and leaves it once the
+  cell has ended, so a grid of hundreds of cells does not fill the session's branches:
+  ``row.branch`` and ``run.branches()`` have them (``session.include_branches(b)`` to go
+  on with one). The session's ledger keeps their calls: ``session.cost()`` counts them.
 - **Live, one map.** Cells go into one `BatchRun` (the model chosen per cell), ordered
   repeat by repeat, so ``concurrency`` bounds the whole grid. Each cell's operation sends
   its prompt (``communicate``; ``run`` for a CLI agent), times that call alone, then runs
@@ -24,7 +32,9 @@ isolated on clones of the source branch. Decisions:
 - **``via="batch"``**: one provider batch per model (a batch goes to one model); checks run
   once the answers are collected. A batch has no per-call latency (``None``).
 - **Cost** is the one the batch engine records per item (``price=``, or the provider's
-  reported cost); ``None`` when unpriced. The grader's calls are not part of it.
+  reported cost); ``None`` when unpriced. The grader's calls are not part of a row's cost,
+  but they are the session's: its budget, the run's ``budget=`` and the session's ledger
+  count them (`lion_nb.evals.judge`).
 - **Saved.** A finished run is saved in the session store (``store=``, else the default
   one) under its ``name`` (``"eval"`` when none) with its time. With ``name=``, the last
   saved run of that name is read first and the new run is compared with it:
@@ -83,6 +93,7 @@ class EvalRun(EvalResults):
         **kwargs: Any,
     ):
         from ..session.batch import next_name
+        from ..session.ledger import session_ledger
 
         if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
             raise ConfigurationError(f"`repeat={repeat!r}`: give how many times (1 or more).")
@@ -95,6 +106,7 @@ class EvalRun(EvalResults):
         self.prompts, self._templates = label_prompts(prompt)
         source = session._resolve(branch)
         self.models, self._models = label_models(models, source.chat_model)
+        session_ledger(session)  # made now, it keeps the calls of branches that leave
         self._checks = validate_checks(checks)
         self.check_names = [n for n, _ in self._checks]
         self.repeat, self.via, self.name = repeat, via, name or DEFAULT_NAME
@@ -122,13 +134,25 @@ class EvalRun(EvalResults):
         self.created_at: float | None = None
         self.state = "pending"
         self._task: Any = None
+        self._graders: dict[int, list[Any]] = {}
         self._batch_name = next_name(session, "eval")
-        common = dict(branch=branch, price=price, **kwargs)
-        if via == "live":
+        start = _conversation_start(session, source)
+        try:
+            self._make_batches(start, concurrency, dict(price=price, **kwargs))
+        finally:
+            session.remove_branch(start)  # each run snapshotted it when it was made
+        for batch in self.batches:
+            batch.on_progress(lambda _batch: self._changed())
+        self.start()
+
+    def _make_batches(self, start: Any, concurrency: int | None, common: dict) -> None:
+        session = self.session
+        if self.via == "live":
             self.batches = [
                 session.map(
                     self.cells,
                     lambda cell: cell,
+                    branch=start,
                     model=lambda cell: self._models[cell.m],
                     operation=self._answer,
                     concurrency=concurrency,
@@ -137,25 +161,23 @@ class EvalRun(EvalResults):
                 )
             ]
             self._where = [(0, i) for i in range(len(self.cells))]
-        else:
-            self.batches, self._where = [], [(0, 0)] * len(self.cells)
-            for m, model in enumerate(self._models):
-                mine = [cell for cell in self.cells if cell.m == m]
-                for position, cell in enumerate(mine):
-                    self._where[cell.index] = (len(self.batches), position)
-                self.batches.append(
-                    session.map(
-                        mine,
-                        lambda cell: self.prompt_text(cell),
-                        model=model,
-                        via="batch",
-                        name=f"{self._batch_name}.{m + 1}",
-                        **common,
-                    )
+            return
+        self.batches, self._where = [], [(0, 0)] * len(self.cells)
+        for m, model in enumerate(self._models):
+            mine = [cell for cell in self.cells if cell.m == m]
+            for position, cell in enumerate(mine):
+                self._where[cell.index] = (len(self.batches), position)
+            self.batches.append(
+                session.map(
+                    mine,
+                    lambda cell: self.prompt_text(cell),
+                    branch=start,
+                    model=model,
+                    via="batch",
+                    name=f"{self._batch_name}.{m + 1}",
+                    **common,
                 )
-        for batch in self.batches:
-            batch.on_progress(lambda _batch: self._changed())
-        self.start()
+            )
 
     # -- running ---------------------------------------------------------------------------------
     def prompt_text(self, cell: Cell) -> Any:
@@ -208,6 +230,8 @@ class EvalRun(EvalResults):
             self.state = "failed"
             raise
         finally:
+            for cell in self.cells:  # a provider batch's cells, and any a stop left behind
+                self._leave(self._item(cell).branch)
             self._changed()
 
     async def _answer(self, branch: Any, cell: Cell, **kwargs: Any) -> Any:
@@ -235,7 +259,13 @@ class EvalRun(EvalResults):
             self._outcomes[cell.index] = await self._run_checks(answer, cell, info)
             return answer
         finally:
+            self._leave(branch)
             self._gate(cell.p, cell.m, cell.c, cell.r).set()
+
+    def _leave(self, branch: Any) -> None:
+        """A cell's branch leaves the session once the cell has ended (module docstring)."""
+        if branch is not None and branch.id in self.session:
+            self.session.remove_branch(branch)
 
     def _gate(self, *key: int) -> Any:
         import anyio
@@ -272,11 +302,22 @@ class EvalRun(EvalResults):
         limiter = anyio.CapacityLimiter(max(b.concurrency for b in self.batches))
 
         async def group(calls: list[tuple[Cell, str, Any]]) -> None:
+            from ..session.budget import budget_scope
+
             for cell, name, check in calls:
                 item = self._item(cell)
-                info = CellInfo(model=self._models[cell.m], prompt=self.prompt_text(cell))
+                graders = self._graders.setdefault(cell.index, [])
+                info = CellInfo(
+                    model=self._models[cell.m],
+                    prompt=self.prompt_text(cell),
+                    session=self.session,
+                    name=f"{item.branch.name} {name}" if item.branch is not None else name,
+                    graders=graders,
+                )
+                batch = self.batches[self._where[cell.index][0]]
                 async with limiter:
-                    result = await run_check(name, check, item.value, self.cases[cell.c], info)
+                    with budget_scope(batch._meter()):  # the run's `budget=` counts them too
+                        result = await run_check(name, check, item.value, self.cases[cell.c], info)
                 self._deferred.setdefault(cell.index, {})[name] = result
                 self._changed()
 
@@ -321,6 +362,7 @@ class EvalRun(EvalResults):
             if self._item(cell).status in ("failed", "stopped", "pending"):
                 self._outcomes.pop(cell.index, None)
                 self._deferred.pop(cell.index, None)
+                self._graders.pop(cell.index, None)
                 self._graded.discard(cell.index)
         for batch in self.batches:
             batch.retry()
@@ -425,8 +467,21 @@ class EvalRun(EvalResults):
         except Exception:
             logger.warning("could not save the evaluation %r", self.name, exc_info=True)
 
+    def branches(self, *, graders: bool = False) -> list[Any]:
+        """The branches of the cells that ran, in grid order (with ``graders=True``, each
+        followed by its graders' branches). They are not in the session; include one to go
+        on with it there (``session.include_branches(branch)``)."""
+        out = []
+        for cell in self.cells:
+            branch = self._item(cell).branch
+            if branch is not None:
+                out.append(branch)
+            if graders:
+                out += self._graders.get(cell.index, ())
+        return out
+
     def discard(self) -> None:
-        """Remove the cells' branches from the session (the rows stay on this run)."""
+        """Remove from the session any cell branch still in it (the rows stay on this run)."""
         for batch in self.batches:
             batch.discard()
 
@@ -436,6 +491,16 @@ class EvalRun(EvalResults):
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
         p.text(repr(self) + ("\n" + self.summary_text() if self.ended else ""))
+
+
+def _conversation_start(session: Session, source: Any) -> Any:
+    """A member branch with the source's system prompt, models and tools and none of its
+    messages: what every cell starts from (see the module docstring)."""
+    start = source.clone()
+    start.msgs.clear_messages()
+    start.name = f"{source.name or 'branch'} (evaluation start)"
+    session.include_branches(start)
+    return start
 
 
 def evaluate(session: Session, cases: Any, prompt: Any = None, **kwargs: Any) -> EvalRun:

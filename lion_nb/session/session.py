@@ -389,6 +389,9 @@ class Session(Element):
     def evaluate(self, cases: Any, prompt: Any = None, **kwargs: Any) -> Any:
         """Run every prompt × model × case (× ``repeat``) through `map`'s engine and check
         each answer; returns an `EvalRun` at once -- ``await`` it for the finished run.
+        Each case is its own conversation (``branch``'s system prompt and the case); the
+        cells' branches stay with the run, their calls (and the graders') in this
+        session's budget and cost.
         Keywords: ``models``, ``checks``, ``repeat``, ``name`` (compare with the last run
         of that name and save under it), ``via``, ``concurrency``, ``price``, ``branch``,
         ``store``; the rest go to ``communicate``. See `lion_nb.evals`."""

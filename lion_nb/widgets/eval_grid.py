@@ -102,7 +102,11 @@ class EvalGrid(StaticFallback, anywidget.AnyWidget):
             self.case_labels = grid.labels
             self.marks = grid.marks
             self.has_changes = grid.has_changes
-            self.status = f"{ended}/{total} cells" + ("" if state == "finished" else f" · {state}")
+            status = f"{ended}/{total} cells" + ("" if state == "finished" else f" · {state}")
+            errors = run.errors()
+            if errors is not None:  # calls that failed, apart from checks that did, and why
+                status += " · " + " · ".join(clip(text, 300) for text in errors)
+            self.status = status
             if self.selected:
                 self.detail = self._detail(*self.selected)
 
@@ -144,6 +148,9 @@ class EvalGrid(StaticFallback, anywidget.AnyWidget):
     def grid_text(self) -> str:
         """The grid as text: the rows the filter lets through."""
         head = f"EvalGrid({self.title!r}, {len(self.case_labels)} cases × {len(self.columns)})"
+        errors = self.run.errors()
+        if errors is not None:
+            head += "\n" + "; ".join(clip(text, 300) for text in errors)
         return head + "\n" + self._grid.text(self.filter)
 
     def static_html(self) -> str:

@@ -33,8 +33,9 @@ from tests.fakes.record_tutorial_cassettes import PREAMBLE  # noqa: E402
 
 NOTEBOOK = ROOT / "notebooks" / "15-evaluating-prompts.ipynb"
 CASSETTE = ROOT / "notebooks" / "cassettes" / "15-evaluating-prompts.jsonl"
-_GRADING = re.compile(
-    r"Case:\n(?P<case>\{.*\})\n\nAnswer to grade:\n<<<\n(?P<answer>.*)\n>>>", re.S
+_GRADING = re.compile(  # the fences are as long as the answer needs (`lion_nb.evals.judge`)
+    r"Case:\n(?P<case>\{.*?\})\n\nAnswer to grade:\n(?P<fence><{3,})\n(?P<answer>.*)\n>{3,}\Z",
+    re.S,
 )
 
 

@@ -81,3 +81,34 @@ def test_a_named_eval_reports_what_changed_since_its_last_run(nb):
 )
 def test_mistakes_are_one_line_usage_errors(nb, line, message):
     assert message in usage_error(nb, f"%%lion {line}\nDouble #{{nn}}#")
+
+
+COUNTING = """
+sizes = []
+
+def counting(messages, **request):
+    sizes.append(len(messages))
+    n = int(messages[-1]["content"].split("#")[1])
+    return f"It is {2 * n}."
+
+counter = iModel(provider="offline", model="function", function=counting)
+"""
+
+
+def test_an_eval_on_the_active_branch_sends_each_case_alone_and_leaves_no_branches(nb):
+    assert run(nb, COUNTING).error is None
+    for n in range(15):  # the active branch's history: 30 messages
+        assert run(nb, f"%%lion -m counter -q\nTurn #{n}#").error is None
+    sizes = nb.user_ns["sizes"]
+    assert sizes[-1] == 29
+    before = run(nb, "%lion branches").value.rows
+    sizes.clear()
+    ran = run(nb, "%%lion --eval cases -m counter --check doubled -o result -q\nDouble #{n}#")
+    assert ran.error is None, ran
+    assert sizes == [1] * 5  # the case, nothing of the branch's history
+    assert all(r.passed for r in nb.user_ns["result"].rows)
+    after = run(nb, "%lion branches").value.rows
+    assert [r["branch"] for r in after] == [r["branch"] for r in before]
+    assert not any("eval-" in r["branch"] for r in after)
+    kept = nb.user_ns["result"].branches()  # kept with the run, shown on request
+    assert len(kept) == 5 and [len(b.messages) for b in kept] == [2] * 5

@@ -133,3 +133,26 @@ def test_a_saved_run_shows_too_and_repeats_join_in_one_cell():
     assert grid.marks == [[["flaky", "2/3", ""]], [["pass", "3/3", ""]]]
     grid.selected = [0, 0]
     assert [e["state"] for e in grid.detail["entries"]] == ["pass", "fail", "pass"]
+
+
+def test_a_grid_whose_calls_failed_names_the_errors_apart_from_failed_checks():
+    def play(messages, **_):
+        n = int(messages[-1]["content"].split("#")[1])
+        if n < 4:
+            raise RuntimeError("the service refused")
+        return "no"
+
+    session = Session()
+
+    async def main():
+        return await session.evaluate(
+            CASES, prompt="#{n}#", models={"A": model(play)}, checks=[equals("yes")], save=False
+        )
+
+    grid = EvalGrid(anyio.run(main))
+    assert grid.status.startswith("6/6 cells · 4 errors, 2 failed their checks · ")
+    assert grid.status.endswith(
+        "most common error (4 of 4): ExecutionError: `offline/function` failed: the service refused"
+    )
+    assert "4 errors" in grid.static_text() and "the service refused" in grid.static_text()
+    assert grid.marks[0][0][0] == "fail" and grid.marks[5][0][0] == "fail"
