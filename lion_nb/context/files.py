@@ -40,13 +40,20 @@ def _not_regular(path: Any, mode: int) -> ValueError:
     )
 
 
+def _unreadable(path: Any, exc: OSError) -> OSError:
+    reason = exc.strerror or type(exc).__name__
+    return type(exc)(f"`{path}`: cannot be read ({reason}). Check the path and its permissions.")
+
+
 def _read(where: Path, path: Any, name: str) -> tuple[bytes, str | None]:
     """The bytes of the regular file at ``where`` and their sniffed kind, its size checked
     against its kind's limit first and the read bounded by it (see the module docstring)."""
     try:
         mode = os.stat(where).st_mode
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         mode = None
+    except OSError as exc:  # a loop of links, a name too long, no permission
+        raise _unreadable(path, exc) from None
     if mode is None or stat.S_ISDIR(mode):
         what = "a folder, not a file" if mode is not None else "not found"
         raise FileNotFoundError(
@@ -56,7 +63,10 @@ def _read(where: Path, path: Any, name: str) -> tuple[bytes, str | None]:
     if not stat.S_ISREG(mode):
         raise _not_regular(path, mode)
     nonblocking = getattr(os, "O_NONBLOCK", 0)  # a file swapped for a pipe since: no wait
-    fd = os.open(where, os.O_RDONLY | getattr(os, "O_BINARY", 0) | nonblocking)
+    try:
+        fd = os.open(where, os.O_RDONLY | getattr(os, "O_BINARY", 0) | nonblocking)
+    except OSError as exc:
+        raise _unreadable(path, exc) from None
     with open(fd, "rb") as f:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):

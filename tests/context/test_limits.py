@@ -63,7 +63,7 @@ def test_a_3_gb_file_is_refused_by_its_size_before_it_is_read(tmp_path, head, ki
 
 def test_a_file_just_over_a_limit_is_refused_and_one_at_it_is_read(tmp_path):
     over = _sparse(tmp_path / "over.txt", b"x", 8 * MB + 1)
-    with pytest.raises(ValueError, match="`over.txt` is 8,388,609 bytes; a text file can be at"):
+    with pytest.raises(ValueError, match=r"`over\.txt` is 8,388,609 bytes; a text file can be at"):
         load_file(over)
     at = tmp_path / "at.txt"
     at.write_bytes(b"line\n" * (8 * MB // 5))
@@ -203,3 +203,13 @@ def test_a_socket_is_named_for_what_it_is(tmp_path):
             load_file(path)
     finally:
         server.close()
+
+
+def test_a_loop_of_links_is_one_line_that_says_so(tmp_path):
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    with pytest.raises(OSError) as caught:
+        load_file(tmp_path / "a")
+    message = str(caught.value)
+    assert message.startswith(f"`{tmp_path / 'a'}`: cannot be read (")
+    assert "symbolic links" in message and "\n" not in message
