@@ -213,3 +213,33 @@ def test_a_loop_of_links_is_one_line_that_says_so(tmp_path):
     message = str(caught.value)
     assert message.startswith(f"`{tmp_path / 'a'}`: cannot be read (")
     assert "symbolic links" in message and "\n" not in message
+
+
+def test_the_image_limit_is_one_number_for_figures_pil_images_files_and_bundles(
+    tmp_path, monkeypatch
+):
+    import matplotlib.pyplot as plt
+    from PIL import Image
+
+    from lion_nb.context.content import LIMITS
+
+    fig, ax = plt.subplots()
+    ax.plot([1, 3, 2])
+    picture = Image.new("RGB", (300, 200), (200, 10, 10))
+    path = tmp_path / "red.png"
+    picture.save(path)
+    arrivals = [
+        lambda: to_content(fig),
+        lambda: to_content(ax),
+        lambda: to_content(picture),
+        lambda: load_file(path),
+        lambda: as_image_urls([path]),
+        lambda: to_content(AiRepr({"image/png": path.read_bytes()})),
+    ]
+    for arrival in arrivals:
+        assert arrival()  # under the limit: attached
+    monkeypatch.setitem(LIMITS, "image", 200)  # lowered: every one of them is over it
+    for arrival in arrivals:
+        with pytest.raises(ValueError, match="an image can be at most"):
+            arrival()
+    plt.close(fig)
