@@ -189,6 +189,9 @@ def test_an_oversize_file_or_a_fifo_is_a_one_line_usage_error(shell, tmp_path):
         message = usage_error(shell, f"%%lion --file {tmp_path}/pipe\nhi")
         assert message.startswith(f"`--file {tmp_path}/pipe`: a named pipe (FIFO), not a regular")
         assert "\n" not in message
+    from lion_nb import current_session
+
+    assert all(not b.messages for b in current_session().branches)  # nothing was added
 
 
 def test_notebook_adds_the_cells_above_newest_first(shell, http_fake):
