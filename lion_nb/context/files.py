@@ -35,8 +35,8 @@ _KINDS = (
 def _not_regular(path: Any, mode: int) -> ValueError:
     what = next((name for test, name in _KINDS if test(mode)), "a special file")
     return ValueError(
-        f"`{path}`: {what}, not a regular file. Give the path of a file (save what it gives to "
-        "a file first)."
+        f"`{path}`: {what}, not a regular file. Give the path of a file (save what it holds "
+        "to one first)."
     )
 
 
@@ -45,9 +45,9 @@ def _unreadable(path: Any, exc: OSError) -> OSError:
     return type(exc)(f"`{path}`: cannot be read ({reason}). Check the path and its permissions.")
 
 
-def _read(where: Path, path: Any, name: str) -> tuple[bytes, str | None]:
-    """The bytes of the regular file at ``where`` and their sniffed kind, its size checked
-    against its kind's limit first and the read bounded by it (see the module docstring)."""
+def _read(where: Path, path: Any, name: str) -> bytes:
+    """The bytes of the regular file at ``where``, its size checked against its kind's limit
+    first and the read bounded by it (see the module docstring)."""
     try:
         mode = os.stat(where).st_mode
     except (FileNotFoundError, NotADirectoryError):
@@ -78,13 +78,13 @@ def _read(where: Path, path: Any, name: str) -> tuple[bytes, str | None]:
         check_size(kind, info.st_size, name)
         data = head + f.read((limit_of(kind) or 0) + 1 - len(head))
     check_size(kind, len(data), name)  # it grew since it was measured
-    return data, kind
+    return data
 
 
 def load_file(path: str | os.PathLike[str], *, budget: int | None = None) -> Content:
     """The file at ``path`` as content (see the module docstring)."""
     where = Path(path).expanduser()
-    data, _ = _read(where, path, where.name)
+    data = _read(where, path, where.name)
     return load_bytes(where.name, data, budget=budget, path=str(where.resolve()))
 
 
