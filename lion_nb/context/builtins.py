@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .content import Content, from_bundle, image_content
+from .content import Content, check_size, from_bundle, image_content
 
 __all__ = ["builtin"]
 
@@ -77,6 +77,7 @@ def _bytes(data: bytes, name: str | None) -> Content:
 
     kind = sniff(data)
     if kind == "application/pdf":
+        check_size(kind, len(data), name)
         pages = pdf_pages(data)
         label = f"`{name}`, " if name else ""
         count = f"{pages} page{'s' if pages != 1 else ''}" if pages else "a PDF"

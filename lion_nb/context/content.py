@@ -11,7 +11,50 @@ from typing import Any
 from ..models.media import IMAGE_TYPES, data_url, file_part, image_size, read_data_url, sniff
 from ..tokens import estimate_tokens
 
-__all__ = ["Content", "fit_text", "from_bundle", "image_content", "text_content"]
+__all__ = [
+    "LIMITS",
+    "Content",
+    "check_size",
+    "fit_text",
+    "from_bundle",
+    "image_content",
+    "limit_of",
+    "text_content",
+]
+
+MB = 2**20
+#: the largest image and PDF the providers take, and the largest text file read (its text is
+#: fitted to the context budget, so more is never sent: the limit bounds what is read)
+LIMITS = {"image": 20 * MB, "application/pdf": 32 * MB, "text": 8 * MB}
+_WHAT = {"image": "an image", "application/pdf": "a PDF", "text": "a text file"}
+_FIX = {
+    "image": "Send a smaller image (fewer pixels, or JPEG rather than PNG).",
+    "application/pdf": "Send a smaller PDF (fewer pages, or split it).",
+    "text": "Attach the part you need (e.g. its last lines), or load it (e.g. with pandas) and "
+    "pass the value in braces: only the context budget of it is sent anyway.",
+}
+
+
+def limit_of(kind: str | None) -> int | None:
+    """The most bytes a ``kind`` (a media type; None for text) may have, or None."""
+    group = "text" if kind is None else "image" if kind.startswith("image/") else kind
+    return LIMITS.get(group)
+
+
+def check_size(kind: str | None, size: int, name: str | None = None) -> None:
+    """A `ValueError` when ``size`` bytes of ``kind`` (a media type; None for text) are over
+    its limit -- one check for every way an image, a PDF or a text file arrives."""
+    limit = limit_of(kind)
+    if limit is None or size <= limit:
+        return
+    group = "text" if kind is None else "image" if kind.startswith("image/") else kind
+    label = f"`{name}`" if name else f"the {'PDF' if group == 'application/pdf' else group}"
+    shown = f"{size / MB:,.1f} MB"
+    if shown == f"{limit // MB}.0 MB":  # just over: the bytes say by how much
+        shown = f"{size:,} bytes"
+    raise ValueError(
+        f"{label} is {shown}; {_WHAT[group]} can be at most {limit // MB} MB. {_FIX[group]}"
+    )
 
 
 @dataclass(slots=True)
@@ -66,6 +109,7 @@ def from_bundle(result: Any, name: str | None, budget: int) -> Content:
                 out.text = image.text
     if "application/pdf" in result:
         data = _as_bytes(result["application/pdf"])
+        check_size("application/pdf", len(data), name)
         out.files.append(file_part(f"{name or 'document'}.pdf", data, "application/pdf"))
         out.summary = out.summary or "PDF"
     if not (out.text or out.images or out.files):
@@ -96,6 +140,7 @@ def image_content(data: bytes, name: str | None, what: str = "image") -> Content
     kind = sniff(data)
     if kind not in IMAGE_TYPES:
         raise TypeError("the image data is not PNG, JPEG, GIF or WebP")
+    check_size(kind, len(data), name)
     size = image_size(data)
     dims = f"{size[0]}×{size[1]}" if size else kind.split("/")[1].upper()
     label = f"`{name}`, " if name else ""

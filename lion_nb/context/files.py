@@ -3,44 +3,89 @@
 A file is read once and sent as what it is: a PDF as a document (a file part; the path is
 kept for the CLI agents, which read files themselves), a PNG, JPEG, GIF or WebP as an image,
 UTF-8 text as text inside the prompt (fitted to the budget with a marker), anything else
-refused with the reason. The providers' own limits are checked here, before anything is
-sent: 32 MB for a PDF, 20 MB for an image.
+refused with the reason. The limits (`content.LIMITS`: the providers' 32 MB for a PDF and
+20 MB for an image, and 8 MB for a text file) are checked on the file's size before it is
+read, and the read stops one byte past the limit, so a file of gigabytes -- or one that grows
+while it is read -- costs a few kilobytes. A path that is not a regular file (a folder, a
+named pipe, a device, a socket) is refused for what it is, told by ``os.stat``: a named pipe
+is never opened, since opening one waits for a writer.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
 from ..models.media import IMAGE_TYPES, file_part, pdf_pages, sniff
-from .content import Content, fit_text, image_content
+from .content import Content, check_size, fit_text, image_content, limit_of
 
 __all__ = ["as_file_parts", "as_image_urls", "attachment_paths", "load_bytes", "load_file"]
 
-_LIMITS = {"application/pdf": 32 * 1024 * 1024, "image": 20 * 1024 * 1024}
+_HEAD = 4096  # bytes read to tell a file's kind (and so its limit) before the rest
+_KINDS = (
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISCHR, "a device"),
+    (stat.S_ISBLK, "a device"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
 
-def _limit(kind: str, size: int, name: str) -> None:
-    limit = _LIMITS["application/pdf" if kind == "application/pdf" else "image"]
-    if size > limit:
-        raise ValueError(
-            f"`{name}` is {size / 2**20:,.1f} MB; a {kind.split('/')[-1].upper()} can be at "
-            f"most {limit // 2**20} MB. Send a smaller file (fewer pages, a smaller image)."
+def _not_regular(path: Any, mode: int) -> ValueError:
+    what = next((name for test, name in _KINDS if test(mode)), "a special file")
+    return ValueError(
+        f"`{path}`: {what}, not a regular file. Give the path of a file (save what it holds "
+        "to one first)."
+    )
+
+
+def _unreadable(path: Any, exc: OSError) -> OSError:
+    reason = exc.strerror or type(exc).__name__
+    return type(exc)(f"`{path}`: cannot be read ({reason}). Check the path and its permissions.")
+
+
+def _read(where: Path, path: Any, name: str) -> bytes:
+    """The bytes of the regular file at ``where``, its size checked against its kind's limit
+    first and the read bounded by it (see the module docstring)."""
+    try:
+        mode = os.stat(where).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        mode = None
+    except OSError as exc:  # a loop of links, a name too long, no permission
+        raise _unreadable(path, exc) from None
+    if mode is None or stat.S_ISDIR(mode):
+        what = "a folder, not a file" if mode is not None else "not found"
+        raise FileNotFoundError(
+            f"`{path}`: {what}. Give the path of a file (relative to the notebook's folder, "
+            f"{Path.cwd()}, or absolute)."
         )
+    if not stat.S_ISREG(mode):
+        raise _not_regular(path, mode)
+    nonblocking = getattr(os, "O_NONBLOCK", 0)  # a file swapped for a pipe since: no wait
+    try:
+        fd = os.open(where, os.O_RDONLY | getattr(os, "O_BINARY", 0) | nonblocking)
+    except OSError as exc:
+        raise _unreadable(path, exc) from None
+    with open(fd, "rb") as f:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise _not_regular(path, info.st_mode)
+        if nonblocking:
+            os.set_blocking(fd, True)
+        head = f.read(_HEAD)
+        kind = sniff(head)
+        check_size(kind, info.st_size, name)
+        data = head + f.read((limit_of(kind) or 0) + 1 - len(head))
+    check_size(kind, len(data), name)  # it grew since it was measured
+    return data
 
 
 def load_file(path: str | os.PathLike[str], *, budget: int | None = None) -> Content:
     """The file at ``path`` as content (see the module docstring)."""
     where = Path(path).expanduser()
-    name = where.name
-    if not where.is_file():
-        what = "a folder, not a file" if where.is_dir() else "not found"
-        raise FileNotFoundError(
-            f"`{path}`: {what}. Give the path of a file (relative to the notebook's folder, "
-            f"{Path.cwd()}, or absolute)."
-        )
-    return load_bytes(name, where.read_bytes(), budget=budget, path=str(where.resolve()))
+    data = _read(where, path, where.name)
+    return load_bytes(where.name, data, budget=budget, path=str(where.resolve()))
 
 
 def load_bytes(
@@ -52,8 +97,8 @@ def load_bytes(
 
     budget = DEFAULT_BUDGET if budget is None else budget
     kind = sniff(data)
+    check_size(kind, len(data), name)
     if kind == "application/pdf":
-        _limit(kind, len(data), name)
         pages = pdf_pages(data)
         count = f"{pages} page{'s' if pages != 1 else ''}" if pages else "PDF"
         return Content(
@@ -62,7 +107,6 @@ def load_bytes(
             summary=f"PDF, {count}",
         )
     if kind in IMAGE_TYPES:
-        _limit(kind, len(data), name)
         return image_content(data, name)
     try:
         text = data.decode("utf-8")
@@ -82,6 +126,17 @@ def load_bytes(
     )
 
 
+def _check_url(url: Any, name: str | None) -> None:
+    """The size limit of a ``data:`` URL's kind, on its length (it is not decoded)."""
+    if not (isinstance(url, str) and url.startswith("data:")):
+        return
+    meta, _, body = url[5:].partition(",")
+    kind = meta.split(";")[0] or None
+    if kind and limit_of(kind) is not None:
+        size = len(body) * 3 // 4 - body[-2:].count("=") if ";base64" in meta else len(body)
+        check_size(kind, size, name)
+
+
 def as_file_parts(files: Any, *, budget: int | None = None) -> Content:
     """The verbs' ``files=``: paths (or bytes, file parts, anything `to_content` attaches) as one
     `Content` -- text files' text, images and documents -- in the order given."""
@@ -91,6 +146,8 @@ def as_file_parts(files: Any, *, budget: int | None = None) -> Content:
     texts: list[str] = []
     for item in [files] if isinstance(files, (str, os.PathLike)) else list(files or ()):
         if isinstance(item, dict) and item.get("type") == "file":  # a file part already
+            info = item.get("file") or {}
+            _check_url(info.get("file_data"), info.get("filename"))
             out.files.append(item)
             continue
         if isinstance(item, Content):  # a file read already (`load_bytes`)
@@ -120,6 +177,7 @@ def as_image_urls(images: Any) -> list[str]:
     urls: list[str] = []
     for item in [images] if isinstance(images, (str, os.PathLike)) else list(images or ()):
         if isinstance(item, str) and item.startswith(("data:", "http://", "https://")):
+            _check_url(item, None)
             urls.append(item)
             continue
         got = load_file(item) if isinstance(item, (str, os.PathLike)) else to_content(item)

@@ -6,8 +6,9 @@ store, a cassette or a JSON export writes a message, each ``data:`` URL in its `
 in its file parts' ``file_data`` becomes a reference, ``lion-blob:sha256:<hex>`` (the SHA-256
 of the URL's text, so the same URL is the same blob and reads back exactly as written), and
 the URL itself is kept once beside the messages. Reading puts every URL back before anyone
-sees the message. Only those two fields are replaced: a reference written by a user in a
-message's text stays text.
+sees the message, each checked against its hash first (`verify`): a row edited or planted
+under another's hash is a damaged session, never an image shown or sent. Only those two
+fields are replaced: a reference written by a user in a message's text stays text.
 """
 
 from __future__ import annotations
@@ -19,7 +20,15 @@ from typing import Any
 from ..models.media import BLOB_PREFIX as PREFIX
 from ..models.media import blob_ref as ref_of
 
-__all__ = ["PREFIX", "find_refs", "pack_message", "ref_of", "unpack_message", "unpack_messages"]
+__all__ = [
+    "PREFIX",
+    "find_refs",
+    "pack_message",
+    "ref_of",
+    "unpack_message",
+    "unpack_messages",
+    "verify",
+]
 
 _REF = re.compile(re.escape(PREFIX) + r"([0-9a-f]{64})")
 
@@ -27,6 +36,25 @@ _REF = re.compile(re.escape(PREFIX) + r"([0-9a-f]{64})")
 def find_refs(text: str) -> set[str]:
     """The hashes referenced anywhere in ``text`` (JSON of messages)."""
     return set(_REF.findall(text)) if PREFIX in text else set()
+
+
+def verify(blobs: Mapping[str, str], session_id: str, path: Any) -> None:
+    """Check each blob read for session ``session_id`` against its hash (one SHA-256 of its
+    text, read once); a mismatch is a `StoreCorruptError` naming the blob and the session."""
+    bad = sorted(digest for digest, url in blobs.items() if ref_of(url)[1] != digest)
+    if not bad:
+        return
+    from .errors import StoreCorruptError
+
+    more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+    short = session_id[:8]
+    raise StoreCorruptError(
+        f"Saved session `{short}` in `{path}` is damaged: its attached image or file "
+        f"`{PREFIX}{bad[0]}`{more} does not match its hash (the row was changed outside "
+        f"lion_nb), so it is not used. Delete the session with `%lion sessions --delete "
+        f"{short}` (`SessionStore.delete`); sessions that do not attach it are unaffected.",
+        path=path,
+    )
 
 
 def _swap(data: dict[str, Any], fn: Callable[[Any], Any]) -> bool:

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ItemNotFoundError
 from ..store_location import store_path
-from .blobs import find_refs
+from .blobs import find_refs, verify
 from .errors import StoreError, conflict_error, translate
 from .rows import BranchRows, SessionRows
 from .units import Stream, Unit
@@ -449,6 +449,7 @@ class SessionStore:
         rows = self._call(lambda conn: _read_session(conn, session_id))
         if rows is None:
             raise ItemNotFoundError(f"No saved session `{session_id}` in `{self.path}`.")
+        verify(rows.blobs, rows.id, self.path)  # here, not on the thread the autosaves use
         return rows
 
     def load(self, session_id: str) -> Session:
@@ -468,6 +469,7 @@ class SessionStore:
             self._one(ref, rows)
         if rows is None:  # deleted between the two statements by another process
             raise ItemNotFoundError(f"No saved session `{ref}` in `{self.path}`.")
+        verify(rows.blobs, rows.id, self.path)
         return build_session(rows)
 
     def delete(self, session_id: str) -> bool:

@@ -176,6 +176,24 @@ def test_a_missing_or_unreadable_file_is_one_line_with_the_fix(shell, tmp_path):
     assert "\n" not in message
 
 
+def test_an_oversize_file_or_a_fifo_is_a_one_line_usage_error(shell, tmp_path):
+    huge = tmp_path / "huge.pdf"
+    with open(huge, "wb") as f:  # sparse: 3 GB long, nothing on disk
+        f.write(b"%PDF-1.4\n")
+        f.truncate(3 * 2**30)
+    message = usage_error(shell, f"%%lion --file {huge}\nhi")
+    assert message.startswith(f"`--file {huge}`: `huge.pdf` is 3,072.0 MB; a PDF can be at most")
+    assert "\n" not in message
+    if hasattr(os, "mkfifo"):
+        os.mkfifo(tmp_path / "pipe")
+        message = usage_error(shell, f"%%lion --file {tmp_path}/pipe\nhi")
+        assert message.startswith(f"`--file {tmp_path}/pipe`: a named pipe (FIFO), not a regular")
+        assert "\n" not in message
+    from lion_nb import current_session
+
+    assert all(not b.messages for b in current_session().branches)  # nothing was added
+
+
 def test_notebook_adds_the_cells_above_newest_first(shell, http_fake):
     run(shell, "total = 40 + 2\ntotal")
     run(shell, "%%lion\nan earlier question")

@@ -108,6 +108,42 @@ def test_a_missing_blob_is_a_clear_error_naming_the_session(store):
         store.load(str(session.id))
 
 
+def _set_blob(store: SessionStore, sql: str, *args) -> None:
+    store.flush()
+    conn = sqlite3.connect(store.path)
+    conn.execute(sql, args)
+    conn.commit()
+    conn.close()
+
+
+@pytest.mark.parametrize("how", ["edited", "planted"])
+def test_a_blob_that_does_not_match_its_hash_is_never_served(store, how):
+    from lion_nb.models.media import blob_ref
+    from lion_nb.store.errors import StoreCorruptError
+
+    session = Session()
+    session.default_branch.msgs.add_message(instruction="a", images=[IMAGE])
+    other = Session()
+    other.default_branch.msgs.add_message(instruction="b", files=[PDF])
+    store.save(session)
+    store.save(other)
+    digest = blob_ref(IMAGE)[1]
+    planted = data_url(_png(32, 32, 100))
+    if how == "edited":
+        _set_blob(store, "UPDATE blobs SET data = ? WHERE hash = ?", planted, digest)
+    else:  # the row deleted and another image put under its hash
+        _set_blob(store, "DELETE FROM blobs WHERE hash = ?", digest)
+        _set_blob(store, "INSERT INTO blobs (hash, data) VALUES (?, ?)", digest, planted)
+    for read in (store.load, store.read):
+        with pytest.raises(StoreCorruptError) as caught:
+            read(str(session.id))
+        message = str(caught.value)
+        assert f"lion-blob:sha256:{digest}" in message and str(session.id)[:8] in message
+        assert "does not match its hash" in message and "\n" not in message
+        assert caught.value.path == str(store.path)
+    assert store.load(str(other.id)).default_branch.messages[0].files == [PDF]
+
+
 def test_a_markdown_export_writes_each_image_and_file_once_beside_it_and_links_them(tmp_path):
     from lion_nb.store import export_branch
 
