@@ -4,8 +4,9 @@
   IPython shell (magics and top-level ``await``), as the cells of one notebook, on the
   offline models. A block that calls a real provider runs after the substitutions in
   `OFFLINE`: each replaces a quoted model name in that block by an offline model that answers
-  as the real one would be expected to. Every substitution must apply, and a block calling a
-  real model without one fails for want of a key -- nothing is skipped.
+  as the real one would be expected to. Every substitution must apply, and without them the
+  block's calls fail for want of a key (its grid is all failures) -- nothing passes unseen. A
+  block that only makes a real model (``Use a real model``) runs as written.
 - ``bash`` blocks are not run (they create environments and install packages); each command
   they name is checked instead: the module or script exists, the extras are in
   ``pyproject.toml``, the paths exist, the options are ones the script accepts.
@@ -146,8 +147,8 @@ def test_the_python_blocks_run_in_order_in_one_shell(ip):
 
 
 def test_a_real_model_is_never_called_without_its_substitute(ip):
-    """The substitution is what keeps the Evaluate block offline: without it the block
-    reaches for a real provider and fails (no key), instead of passing unseen."""
+    """The substitution is what keeps the Evaluate block offline: without it every cell of
+    the grid reaches for a real provider and fails (no key), instead of passing unseen."""
     code = next(c for s, lang, c in blocks() if s in OFFLINE)
     ran = run(ip, code)
     assert ran.error is None, ran  # a failing cell is a row of the grid, not an error
