@@ -14,22 +14,26 @@ from lion_nb.notebook.cell.display import (
     set_view_factory,
 )
 from tests.notebook.nbshell import run
+from tests.waiting import until
 
 
 def test_streamed_fragments_are_batched_to_the_rate_limit(ip):
     info = TurnInfo(branch="main", operation="communicate", model="offline/auto", max_rate=20)
 
-    async def stream(view):
+    async def stream(view, out):
         for i in range(400):  # 400 fragments over ~0.4 s
             view.text(f"w{i} ")
             await anyio.sleep(0.001)
-        await anyio.sleep(0.1)  # the trailing timer flushes the tail
+        await until(  # the trailing timer flushes the tail, with no further fragment
+            lambda: any("w399" in o.data["text/plain"] for o in out.outputs if o.update),
+            what="the tail's update",
+        )
         view.finish("done")
 
     with capture_output() as out:
         view = HandleView(info)
         view.start()
-        anyio.run(stream, view)
+        anyio.run(stream, view, out)
     assert 2 <= view.updates <= 20, view.updates  # ~20/s, not 400
     updates = [o for o in out.outputs if o.update]
     assert "w399" in updates[-2].data["text/plain"]  # the tail was flushed before finishing

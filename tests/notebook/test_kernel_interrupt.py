@@ -28,6 +28,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
 from tests.notebook.test_kernel_notebook import CellIdClient, _interrupted, _json_line, _text
+from tests.waiting import until
 
 pytestmark = pytest.mark.kernel
 
@@ -155,9 +156,8 @@ def executed(tmp_path_factory):
                     facts[f"{cell.id}_seconds"] = time.monotonic() - started
                     continue
                 task = asyncio.ensure_future(client.async_execute_cell(cell, i))
-                await asyncio.sleep(
-                    1.0
-                )  # the turn is waiting on its silent model (any time will do)
+                # the turn has shown its view, so it runs and waits on its silent model
+                await until(lambda cell=cell: cell.outputs, what=f"{cell.id}: the turn's view")
                 interrupted_at = time.monotonic()
                 await client.km.interrupt_kernel()
                 done, _ = await asyncio.wait({task}, timeout=BOUND)

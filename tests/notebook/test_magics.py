@@ -6,7 +6,9 @@ import pytest
 from IPython.core.error import UsageError
 
 from lion_nb import current_session
+from lion_nb.notebook.cell.display import HandleView, set_view_factory
 from tests.notebook.nbshell import run
+from tests.waiting import until, wait_until
 
 SETUP = '''
 from pydantic import BaseModel
@@ -242,23 +244,49 @@ def test_background_run_returns_a_handle_and_binds_the_result(nb):
     assert handle.status == "done" and "Take your time" in handle.result()
 
 
-def test_background_run_can_be_cancelled_and_keeps_what_was_received(nb):
+class ShownView(HandleView):
+    """The text view, keeping every fragment and message kind it was given, so a test can
+    wait for the turn to reach a point instead of sleeping."""
+
+    shown: list[str] = []
+    kinds: list[str] = []
+
+    def text(self, fragment):
+        ShownView.shown.append(fragment)
+        super().text(fragment)
+
+    def message(self, message):
+        ShownView.kinds.append(message.kind)
+        super().message(message)
+
+
+@pytest.fixture
+def shown_view(nb):
+    ShownView.shown, ShownView.kinds = [], []
+    set_view_factory(ShownView)
+    nb.user_ns.update(until=until, shown=ShownView.shown, kinds=ShownView.kinds)
+    yield ShownView
+    set_view_factory(None)
+
+
+def test_background_run_can_be_cancelled_and_keeps_what_was_received(nb, shown_view):
     run(nb, 'slow = iModel(provider="offline", model="auto", delay=0.05)')
     handle = run(nb, "%%lion --bg -m slow\nA long answer please").value
-    run(nb, "import asyncio\nawait asyncio.sleep(0.12)")
+    nb.user_ns["handle"] = handle
+    assert run(nb, "await until(lambda: shown, what='the first fragment')").error is None
     handle.cancel()
-    ran = run(nb, f"await Out[{nb.execution_count - 2}]")
+    ran = run(nb, "await handle")
     import asyncio
 
     assert isinstance(ran.error, asyncio.CancelledError)  # awaiting a cancelled run raises
     assert handle.status == "cancelled"
-    # a cancelled turn keeps what arrived, marked incomplete; before any text, nothing (ADR-0106)
+    # a cancelled turn keeps what arrived, marked incomplete (ADR-0106)
     messages = list(branch().messages)
-    if messages:
-        assert [m.kind for m in messages] == ["instruction", "assistant_response"]
-        assert messages[0].instruction == "A long answer please"
-        assert messages[1].metadata["incomplete"] is True
-        assert messages[1].metadata["incomplete_reason"] == "interrupted"
+    assert [m.kind for m in messages] == ["instruction", "assistant_response"]
+    assert messages[0].instruction == "A long answer please"
+    assert messages[1].metadata["incomplete"] is True
+    assert messages[1].metadata["incomplete_reason"] == "interrupted"
+    assert messages[1].response == "".join(shown_view.shown)  # exactly the text that was shown
     assert run(nb, "%%lion -q\nstill usable").error is None
 
 
@@ -271,7 +299,7 @@ def test_a_background_run_holds_its_branch(nb):
     assert run(nb, "%lion cancel --all").error is None
 
 
-def test_interrupting_an_awaited_turn_is_clean(nb):
+def test_interrupting_an_awaited_turn_is_clean(nb, shown_view):
     """Cancelling the cell's task (what the kernel's interrupt does) ends the turn cleanly."""
     from lion_nb import RunEnd, RunFailed, RunStart
 
@@ -285,7 +313,7 @@ def test_interrupting_an_awaited_turn_is_clean(nb):
         "src = '%%lion -m slow\\nplease write a long essay'\n"
         "task = asyncio.ensure_future(get_ipython().run_cell_async("
         "src, store_history=False, transformed_cell=get_ipython().transform_cell(src)))\n"
-        "await asyncio.sleep(0.15)\n"
+        "await until(lambda: 'instruction' in kinds, what='the instruction recorded')\n"
         "task.cancel()\n"
         "inner = await task"
     )
@@ -411,7 +439,6 @@ def test_interrupting_a_cli_run_kills_its_subprocess(nb, monkeypatch, tmp_path):
     """A real CLI agent (the fake ``claude`` executable) hangs; cancelling the cell kills it."""
     import json
     import os
-    import time
     from pathlib import Path
 
     fake_bin = Path(__file__).resolve().parents[1] / "fakes" / "bin"
@@ -425,6 +452,13 @@ def test_interrupting_a_cli_run_kills_its_subprocess(nb, monkeypatch, tmp_path):
     current_session().observe(RunEnd, seen.append)
     current_session().observe(RunFailed, seen.append)
     nb.user_ns["record_path"] = str(record)
+    nb.user_ns["until"] = until
+
+    def agent_started():
+        agent = next((b for b in current_session().branches if b.name == "agent"), None)
+        return agent is not None and any(m.kind == "instruction" for m in agent.messages)
+
+    nb.user_ns["agent_started"] = agent_started
     code = (
         "import asyncio, os\n"
         "src = '%%lion -b agent -m claude_code/sonnet\\nrefactor everything'\n"
@@ -434,7 +468,7 @@ def test_interrupting_a_cli_run_kills_its_subprocess(nb, monkeypatch, tmp_path):
         "    await asyncio.sleep(0.05)\n"
         "    if os.path.exists(record_path):\n"
         "        break\n"
-        "await asyncio.sleep(0.3)\n"
+        "await until(agent_started, what='the instruction recorded')\n"
         "task.cancel()\n"
         "inner = await task"
     )
@@ -442,15 +476,15 @@ def test_interrupting_a_cli_run_kills_its_subprocess(nb, monkeypatch, tmp_path):
     assert ran.error is None, ran
     assert type(nb.user_ns["inner"].error_in_exec).__name__ == "RunInterrupted"
     pid = json.loads(record.read_text().splitlines()[0])["pid"]
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
+
+    def ended():
         try:
             os.kill(pid, 0)
         except ProcessLookupError:
-            break
-        time.sleep(0.05)
-    else:
-        raise AssertionError(f"the CLI process {pid} is still running")
+            return True
+        return False
+
+    wait_until(ended, timeout=5, what=f"the CLI process {pid} to end")
     assert len(seen) == 1  # exactly one terminal lifecycle signal
     assert next(m.kind for m in current_session().get_branch("agent").messages) == "instruction"
     assert run(nb, "%%lion -q\nthe kernel is still usable").error is None

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -19,12 +21,16 @@ from lion_nb.notebook.cell.display import TurnView, set_view_factory
 from lion_nb.notebook.cell.runner import RunInterrupted, running_wakers
 from lion_nb.notebook.state.session import notebook_state
 from tests.notebook.nbshell import run
+from tests.waiting import until, wait_until
 
 SETUP = """
 import asyncio
 from lion_nb import iModel
 
+entered = []  # the silent model was called: the turn waits on it
+
 async def sleepy(messages, **request):
+    entered.append(messages[-1]["content"])
     await asyncio.sleep(20)
     return "the silent model answered"
 
@@ -38,9 +44,10 @@ silent_cli = iModel(provider="offline_cli", model="scripted", delay=20, turns=[[
 
 
 class StopView(TurnView):
-    """Records the turn's lifecycle; optionally presses Stop from a task once it started."""
+    """Records the turn's lifecycle; optionally presses Stop from a task once ``press_when()``
+    holds (the turn reached the point the test stops it at)."""
 
-    press_after: float | None = None
+    press_when: Callable[[], Any] | None = None
     views: list[StopView] = []
 
     def __init__(self, info):
@@ -53,11 +60,11 @@ class StopView(TurnView):
 
     def start(self):
         self.events.append(("start",))
-        if StopView.press_after is not None:
-            asyncio.get_running_loop().create_task(self._press(StopView.press_after))
+        if StopView.press_when is not None:
+            asyncio.get_running_loop().create_task(self._press(StopView.press_when))
 
-    async def _press(self, after: float) -> None:  # what a Stop button's comm handler does
-        await asyncio.sleep(after)
+    async def _press(self, when: Callable[[], Any]) -> None:  # what a Stop button's handler does
+        await until(when, what="the point to press Stop at")
         self.wakers_while_running = running_wakers()
         self.pressed = self.info.stop()
 
@@ -81,10 +88,17 @@ def _waker_handles(loop) -> list:
 def nb(ip):
     assert run(ip, SETUP).error is None
     StopView.views = []
-    StopView.press_after = None
+    StopView.press_when = None
+    ip.user_ns.update(until=until, instructed=instructed)
     set_view_factory(StopView)
     yield ip
     set_view_factory(None)
+
+
+def instructed(name: str) -> bool:
+    """Whether branch ``name`` holds its instruction (a CLI turn records it first)."""
+    branch = next((b for b in current_session().branches if b.name == name), None)
+    return branch is not None and any(m.kind == "instruction" for m in branch.messages)
 
 
 def _one_line_interrupt(ran) -> None:
@@ -95,7 +109,7 @@ def _one_line_interrupt(ran) -> None:
 def test_stop_from_another_task_interrupts_a_silent_turn_and_no_timer_is_left(nb):
     from IPython.core.async_helpers import get_asyncio_loop
 
-    StopView.press_after = 0.3
+    StopView.press_when = lambda: nb.user_ns["entered"]
     ran = run(nb, "%%lion -b quiet -m silent\nSay nothing for a while.")
     _one_line_interrupt(ran)
     (view,) = StopView.views
@@ -116,7 +130,7 @@ def test_stop_of_a_cli_turn_keeps_the_instruction_and_one_terminal_signal(nb):
     seen = []
     for kind in (RunStart, RunEnd, RunFailed):
         current_session().observe(kind, lambda s: seen.append(type(s).__name__))
-    StopView.press_after = 0.3
+    StopView.press_when = lambda: instructed("agent")
     ran = run(nb, "%%lion -b agent -m silent_cli\nRun for a while.")
     _one_line_interrupt(ran)
     assert StopView.views[0].pressed is True
@@ -145,7 +159,7 @@ def test_stop_current_stops_the_running_foreground_turn(nb):
         "src, store_history=False, transformed_cell=get_ipython().transform_cell(src)))\n"
         "while notebook_state().foreground_stop is None:\n"
         "    await asyncio.sleep(0.01)\n"
-        "await asyncio.sleep(0.2)\n"
+        "await until(lambda: entered)  # the turn waits on its model\n"
         "stopped = notebook_state().stop_current()\n"
         "inner = await task\n"
         "after = notebook_state().stop_current()"
@@ -163,7 +177,7 @@ def test_stop_of_a_background_run_is_its_handles_cancel(nb):
     assert type(handle).__name__ == "RunHandle"
     (view,) = StopView.views
     assert view.stop_at_start is not None
-    run(nb, "await asyncio.sleep(0.2)")  # the run has started and waits on its model
+    assert run(nb, "await until(lambda: entered)").error is None  # it waits on its model
     assert handle.status == "running"
     assert view.info.stop() is True
     waited = run(nb, f"await Out[{nb.execution_count - 2}]")
@@ -181,7 +195,12 @@ def test_stop_from_another_thread_on_the_worker_loop_fallback(nb):
 
     def stop_later(info):
         view = StopView(info)
-        timer = threading.Timer(0.3, lambda: setattr(view, "pressed", info.stop()))
+
+        def press():  # from a third thread, once the turn waits on its agent
+            wait_until(lambda: instructed("fallback"), what="the instruction recorded")
+            view.pressed = info.stop()
+
+        timer = threading.Thread(target=press)
         timers.append(timer)
         timer.start()
         return view
@@ -227,7 +246,7 @@ def test_stop_kills_a_cli_agents_subprocess(nb, monkeypatch, tmp_path):
         "    await asyncio.sleep(0.05)\n"
         "    if os.path.exists(record_path):\n"
         "        break\n"
-        "await asyncio.sleep(0.3)\n"
+        "await until(lambda: instructed('agent'))  # the turn waits on the agent\n"
         "stopped = notebook_state().stop_current()\n"
         "inner = await task"
     )

@@ -314,9 +314,10 @@ def test_cancelling_the_flow():
 
 def test_a_flow_cannot_run_twice_at_once():
     session = Session()
-    gate = anyio.Event()
+    gate, entered = anyio.Event(), anyio.Event()
 
     async def wait(branch: Branch, **kwargs) -> str:
+        entered.set()
         await gate.wait()
         return "ok"
 
@@ -328,7 +329,7 @@ def test_a_flow_cannot_run_twice_at_once():
     async def main():
         async with anyio.create_task_group() as tg:
             tg.start_soon(flow.run, session)
-            await anyio.sleep(0.01)
+            await entered.wait()  # the first run is under way
             try:
                 await flow.run(session)
             except OperationError as exc:

@@ -183,9 +183,10 @@ def test_reinvoke_resets_and_cancellation_is_recorded():
 
 def test_concurrent_invoke_of_one_node_refused():
     session = Session()
-    gate = anyio.Event()
+    gate, entered = anyio.Event(), anyio.Event()
 
     async def wait(branch: Branch) -> str:
+        entered.set()
         await gate.wait()
         return "ok"
 
@@ -196,7 +197,7 @@ def test_concurrent_invoke_of_one_node_refused():
     async def main():
         async with anyio.create_task_group() as tg:
             tg.start_soon(node.invoke, session.default_branch)
-            await anyio.sleep(0.01)
+            await entered.wait()  # the first invocation is running
             try:
                 await node.invoke(session.default_branch)
             except OperationError as exc:

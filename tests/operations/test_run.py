@@ -79,6 +79,7 @@ from lion_nb.protocols.messages import (
 )
 from lion_nb.protocols.signals import RunEnd, RunFailed, RunStart
 from lion_nb.session.branch import Branch
+from tests.waiting import until
 
 
 # -- helpers -----------------------------------------------------------------------------------------
@@ -516,7 +517,7 @@ def test_consumer_stopping_early_closes_the_provider_stream():
                 if isinstance(message, AssistantResponse):
                     assert endpoint.closed == 0  # the provider is still running here
                     break
-        await anyio.sleep(0.3)  # time the provider would need to go on
+        await until(lambda: endpoint.closed, what="the provider's stream closed")
 
     anyio.run(main)
     assert endpoint.closed == 1

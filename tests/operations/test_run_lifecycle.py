@@ -109,15 +109,17 @@ def test_nested_run_emits_no_lifecycle_but_cleans_up(tmp_path):
 def test_nested_suppression_is_task_scoped():
     branch = make_branch([text("nested")], [text("top level")])
     seen = watch(branch)
+    inside = anyio.Event()
 
     async def nested():
         with nested_turns():
             async with aclosing(run(branch, "inner", RunParam())) as stream:
                 async for _ in stream:
+                    inside.set()  # the nested run is under way while the top-level one runs
                     await anyio.sleep(0.05)
 
     async def top():
-        await anyio.sleep(0.01)
+        await inside.wait()
         async with aclosing(run(branch, "outer", RunParam())) as stream:
             async for _ in stream:
                 pass

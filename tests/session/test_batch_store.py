@@ -9,6 +9,7 @@ from lion_nb import Session, iModel
 from lion_nb.store import open_store
 from tests.fakes.batch_api import BatchEmulator
 from tests.fakes.http_server import FakeProvider
+from tests.waiting import until
 
 
 def test_live_answers_reach_the_store_as_they_arrive(tmp_path):
@@ -27,11 +28,16 @@ def test_live_answers_reach_the_store_as_they_arrive(tmp_path):
     session.default_branch.chat_model = iModel(provider="offline", model="function", function=play)
     saver = store.autosave(session)
 
+    def answered_on_branches() -> int:
+        return sum(
+            any(m.kind == "assistant_response" for m in b.messages)
+            for b in session.branches
+            if (b.name or "").startswith("map-1[")
+        )
+
     async def main():
         run = session.map(["a", "b", "slow"], "{item}", concurrency=3)
-        while len(answered) < 2:
-            await anyio.sleep(0.01)
-        await anyio.sleep(0.05)
+        await until(lambda: answered_on_branches() == 2, what="two answers recorded")
         store.flush()
         half = store.load(str(session.id))  # what a restart now would find
         gate.set()

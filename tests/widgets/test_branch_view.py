@@ -10,6 +10,7 @@ import pytest
 
 from lion_nb import ActionResponse, Branch, iModel
 from lion_nb.widgets import BranchView
+from tests.waiting import until
 
 HOSTILE = [
     "<script>window.pwned=1</script>",
@@ -148,7 +149,7 @@ def test_live_updates_are_batched_to_the_rate():
             if i % 50 == 0:
                 await asyncio.sleep(0)
         flushed_during = view._throttle.flushes - before
-        await asyncio.sleep(0.12)  # the trailing flush
+        await until(lambda: view.total == 500, what="the trailing flush")
         return flushed_during
 
     flushed = asyncio.run(burst())
@@ -163,7 +164,7 @@ def test_streamed_text_is_batched_and_cleared():
         before = view._throttle.flushes
         for i in range(1000):
             view.stream(f"w{i} ")
-        await asyncio.sleep(0.12)
+        await until(lambda: "w999" in view.stream_html, what="the trailing flush")
         return view._throttle.flushes - before
 
     flushes = asyncio.run(stream())

@@ -11,6 +11,7 @@ import pytest
 
 from lion_nb import Branch, iModel
 from lion_nb.widgets import Chat
+from tests.waiting import until
 
 KEY = "sk-test-" + "k9" * 12
 
@@ -415,7 +416,10 @@ def test_a_saved_chat_shows_the_conversation_statically():
 
 
 def test_closing_a_running_chat_stops_its_run():
+    called: list = []
+
     async def model(messages):
+        called.append(messages)
         await asyncio.sleep(20)
         return "never"
 
@@ -423,7 +427,7 @@ def test_closing_a_running_chat_stops_its_run():
 
     async def main():
         _type_and_enter(chat, "hang")
-        await asyncio.sleep(0.01)
+        await until(lambda: called, what="the model to be called")
         chat.close()
         await asyncio.wait_for(asyncio.wait([chat.task]), timeout=10)
 

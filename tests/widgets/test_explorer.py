@@ -12,6 +12,7 @@ import pytest
 from lion_nb import Branch, Session, iModel
 from lion_nb.notebook.cell.cells import CellRef, apply_policy, tag_messages
 from lion_nb.widgets import BranchView, SessionExplorer
+from tests.waiting import until
 
 SECRET = "sk-test-DO-NOT-LEAK-4242"
 HOSTILE = [
@@ -339,7 +340,10 @@ def test_the_tree_follows_the_session_live():
         side = session.new_branch(name="side", chat_model=_scripted("side answer"))
         await side.communicate("hello")  # new branch, new messages: MessageAdded and RunEnd
         main.msgs.add_message(instruction="one more")
-        await asyncio.sleep(0.2)  # the trailing flush
+        await until(  # the trailing flush
+            lambda: {n["name"]: n["count"] for n in explorer.nodes}.get("main") == 3,
+            what="the tree to show the new message",
+        )
         return explorer
 
     explorer = asyncio.run(run())

@@ -14,6 +14,7 @@ from lion_nb.errors import ExecutionError
 from lion_nb.protocols.signals import MessageAdded, RunFailed, Signal
 from lion_nb.session.lifecycle import observed_run
 from lion_nb.widgets import SignalLog
+from tests.waiting import until
 
 TIME = re.compile(r"^\d\d:\d\d:\d\d\.\d{3}$")
 KEY = "sk-test-" + "q7" * 12
@@ -172,7 +173,7 @@ def test_a_burst_of_a_thousand_signals_sends_a_bounded_number_of_updates():
             branch.msgs.add_message(instruction=f"m{i}")
         elapsed = time.monotonic() - started
         during = (log._throttle.flushes, len(comm.sent), log._throttle.pending)
-        await asyncio.sleep(0.15)  # the trailing update
+        await until(lambda: not log._throttle.pending, what="the trailing update")
         return elapsed, during
 
     flushes_before = log._throttle.flushes
@@ -303,7 +304,7 @@ def test_a_failing_front_end_update_never_breaks_the_turn(caplog):
 
     async def turn():
         answer = await branch.communicate("hi")
-        await asyncio.sleep(0.15)  # the trailing update, which fails
+        await until(lambda: not log._throttle.pending, what="the trailing update, which fails")
         return answer
 
     assert asyncio.run(turn()) == "fine"

@@ -6,6 +6,7 @@ import asyncio
 
 from lion_nb import ActionRequest, ActionResponse, AssistantResponse
 from lion_nb.widgets import TurnWidget
+from tests.waiting import until
 
 
 def _tool_call():
@@ -39,7 +40,7 @@ def test_streamed_text_is_batched_then_cleared_when_the_answer_is_shown():
         before = turn._throttle.flushes
         for i in range(1000):
             turn.text(f"w{i} ")
-        await asyncio.sleep(0.12)
+        await until(lambda: "w999" in turn.text_html, what="the trailing flush")
         return turn._throttle.flushes - before
 
     assert asyncio.run(stream()) <= 3
