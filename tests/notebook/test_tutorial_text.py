@@ -34,7 +34,7 @@ def quoted(path: Path, starts: str) -> list[str]:
 DOCS = [
     REPO / "README.md",
     REPO / "notebooks" / "README.md",
-    REPO / "notebooks" / "14-mcp-tools-and-approval.ipynb",
+    *sorted((REPO / "notebooks").glob("[0-9][0-9]-*.ipynb")),
 ]
 
 
