@@ -9,11 +9,18 @@ process speaking the protocol's JSON-RPC on its stdin and stdout to the SDK's cl
 It serves ``initialize`` (echoing the client's protocol version), ``ping``, ``tools/list``
 with one tool, ``add(a, b)``, and ``tools/call``; notifications are read and ignored; any
 other request is a JSON-RPC "method not found" error.
+
+``--child PIDFILE`` first starts a child process in the server's process group (as a server
+started by ``npx`` has its node process, or a server its helper) and writes ``LEADER CHILD``
+(the two pids) to PIDFILE; the server still exits at once when its stdin closes, leaving the
+child running unless its group is stopped.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 
 ADD = {
@@ -45,7 +52,16 @@ def answer(method: str, params: dict) -> dict:
     raise LookupError(method)
 
 
+def start_child(pidfile: str) -> None:
+    child = subprocess.Popen(["sleep", "600"], stdin=subprocess.DEVNULL)
+    with open(pidfile + ".part", "w", encoding="ascii") as f:
+        f.write(f"{os.getpid()} {child.pid}")
+    os.replace(pidfile + ".part", pidfile)
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["--child"]:
+        start_child(sys.argv[2])
     for line in sys.stdin:
         if not line.strip():
             continue
