@@ -162,6 +162,16 @@ class MCPServer:
             "replaying": self.replaying,
         }
 
+    def same_as(self, other: MCPServer) -> bool:
+        """Whether ``other`` starts the same server the same way (a cell run again)."""
+        return self._definition() == other._definition()
+
+    def _definition(self) -> tuple:
+        return (
+            self.name, self.command, self.url, self.env, self._headers, self.cwd,
+            self.timeout, self.connect_timeout,
+        )  # fmt: skip
+
     def __repr__(self) -> str:
         return f"MCPServer({self.name!r}, {self.transport}, {self.status}, tools={len(self.tools)})"
 
@@ -279,14 +289,7 @@ class MCPServer:
         )
 
     def _stderr_tail(self) -> str:
-        if self._errlog is None:
-            return ""
-        try:
-            self._errlog.flush()
-            self._errlog.seek(0)
-            text = self._errlog.read()[-_STDERR_TAIL:].strip()
-        except (OSError, ValueError):
-            return ""
+        text = self._stderr_from(max(0, self._stderr_size() - _STDERR_TAIL)).strip()
         return " ".join(text.split())[-300:]
 
     async def _register_group(self) -> None:
@@ -364,12 +367,51 @@ class MCPServer:
 
     async def _call_live(self, name: str, arguments: dict[str, Any]) -> Any:
         session = await self._ready()
+        logged = self._stderr_size()
         try:
             result = await session.call_tool(name, arguments, read_timeout_seconds=self.timeout)
         except Exception as exc:
             raise await self._failed(exc, f"the call to `{name}`") from None
         self._restarted = False
+        if result.is_error:
+            result = self._with_cause(result, name, logged)
         return result
+
+    def _with_cause(self, result: Any, name: str, logged: int) -> Any:
+        """A crash's result says only ``Error executing tool NAME`` (the SDK's servers keep
+        the exception on their side, and log it on stderr): add the exception's last line
+        from what the server logged during the call, so the model and the user see why."""
+        content = list(result.content or [])
+        first = content[0] if content else None
+        if (
+            getattr(first, "type", "") != "text"
+            or first.text.strip() != f"Error executing tool {name}"
+        ):
+            return result
+        cause = _exception_line(self._stderr_from(logged))
+        if cause is None:
+            return result
+        content[0] = first.model_copy(update={"text": f"{first.text.strip()}: {cause}"})
+        return result.model_copy(update={"content": content})
+
+    def _stderr_size(self) -> int:
+        try:
+            return os.fstat(self._errlog.fileno()).st_size if self._errlog is not None else 0
+        except (OSError, ValueError):
+            return 0
+
+    def _stderr_from(self, offset: int) -> str:
+        """What the server wrote on stderr from ``offset`` on (read without moving the file
+        position the server writes at)."""
+        if self._errlog is None:
+            return ""
+        try:
+            fd = self._errlog.fileno()
+            size = os.fstat(fd).st_size
+            start = max(offset, size - 64_000)
+            return os.pread(fd, size - start, start).decode("utf-8", "replace")
+        except (OSError, ValueError):
+            return ""
 
     async def list_resources(self) -> list[Any]:
         result = await self._request("resources/list", {}, "listing resources")
@@ -512,6 +554,20 @@ def _leaf(exc: BaseException) -> str:
     exc = _leaf_exception(exc)
     text = str(exc) or type(exc).__name__
     return text if len(text) <= 300 else text[:297] + "..."
+
+
+_RAISED = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Failure)): (.+)$")
+
+
+def _exception_line(log: str) -> str | None:
+    """The first exception a traceback in ``log`` names (a chained traceback names its
+    cause first), as ``Name: message``; the SDK's own wrapper is skipped."""
+    for line in log.splitlines():
+        found = _RAISED.match(line.rstrip())
+        if found and not found.group(1).endswith("ToolError"):
+            text = redact(f"{found.group(1).rsplit('.', 1)[-1]}: {found.group(2)}")
+            return text if len(text) <= 300 else text[:297] + "..."
+    return None
 
 
 def _unreachable(exc: BaseException) -> bool:
