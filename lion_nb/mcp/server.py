@@ -116,7 +116,7 @@ class MCPServer:
             connect_timeout, f"MCP server `{name}`: `connect_timeout`"
         )
         self._headers = dict(headers) if headers else None
-        _remember_secrets(self._headers, self.env)
+        _remember_secrets(self._headers, self.env, self.command)
         self.status = "new"  # new, connected, broken, failed, closed
         self.tools: list[Any] = []  # the SDK's tool definitions
         self.cassette: Any = None  # the cassette in force when it was connected
@@ -142,8 +142,11 @@ class MCPServer:
 
     @property
     def target(self) -> str:
-        """What the server runs as: its command line or its URL (no headers)."""
-        return " ".join(self.command) if self.command else str(self.url)
+        """What the server runs as, to show: its command line or its URL (no headers), with
+        every known secret (a token in its arguments, an ``env`` value) masked."""
+        from ..models.clean import clean_text
+
+        return clean_text(" ".join(self.command) if self.command else str(self.url))
 
     @property
     def tool_names(self) -> list[str]:
@@ -523,9 +526,19 @@ class MCPServer:
         return MCPError(self.last_error + ".")
 
 
-def _remember_secrets(headers: dict[str, str] | None, env: dict[str, str] | None) -> None:
-    """Register header values, and the values of secret-named ``env`` variables, as secrets:
-    `redact` then masks them in errors, logs and cassette lines."""
+def _remember_secrets(
+    headers: dict[str, str] | None, env: dict[str, str] | None, command: list[str] | None
+) -> None:
+    """Register header values, the values of secret-named ``env`` variables and of
+    secret-named options in the command (``--api-token X``, ``--key=X``) as secrets: `redact`
+    then masks them in errors, logs and cassette lines, and `target` shows them masked."""
+    words = command or []
+    for before, word in zip(["", *words], words, strict=False):
+        option, eq, value = word.partition("=")
+        if eq and option.startswith("-") and SECRET_NAME.search(option):
+            before, word = option, value
+        if before.startswith("-") and SECRET_NAME.search(before) and len(word) >= MIN_NAMED:
+            Secret(word)
     for value in (headers or {}).values():
         Secret(value)
         scheme, _, credential = str(value).partition(" ")
