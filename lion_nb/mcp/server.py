@@ -537,7 +537,12 @@ def _remember_secrets(
         option, eq, value = word.partition("=")
         if eq and option.startswith("-") and SECRET_NAME.search(option):
             before, word = option, value
-        if before.startswith("-") and SECRET_NAME.search(before) and len(word) >= MIN_NAMED:
+        if (
+            before.startswith("-")
+            and SECRET_NAME.search(before)
+            and not word.startswith("-")
+            and len(word) >= MIN_NAMED
+        ):
             Secret(word)
     for value in (headers or {}).values():
         Secret(value)

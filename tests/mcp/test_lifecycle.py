@@ -174,3 +174,26 @@ def test_a_servers_children_stop_with_it(tmp_path):
 
     pgid = anyio.run(cycles)
     assert _wait_until(lambda: group_members(pgid) == set()), "Session.close left the group"
+
+
+def test_interpreter_exit_stops_a_servers_children(tmp_path):
+    """A kernel that exits with the server still connected: its child goes with it."""
+    pids = tmp_path / "pids"
+    command = [sys.executable, str(QUICK_SERVER), "--child", str(pids)]
+    script = textwrap.dedent(
+        f"""
+        import asyncio, sys
+        from lion_nb import Branch
+
+        loop = asyncio.new_event_loop()
+        loop.run_until_complete(Branch().connect_mcp("left", command={command!r}))
+        sys.exit(0)
+        """
+    )
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert out.returncode == 0, out.stderr
+    leader, _child = map(int, pids.read_text().split())
+    assert _wait_until(lambda: group_members(leader) == set()), group_members(leader)
