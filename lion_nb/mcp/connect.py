@@ -5,7 +5,9 @@
   stops it on `remove_mcp` and `aclose`.
 - ``await session.connect_mcp(...)`` does the same for every branch of the session, now and
   later included (a removed branch loses the tools); the session owns the server.
-- Connecting a name again replaces the server of that name (re-running a cell is safe).
+- Connecting a name again with the same server (a cell run again) keeps the running one,
+  under the approval policy given now; another server under a name in use is refused unless
+  ``replace=True``, which stops the old one once the new one has started.
 
 The tools are not serialized with the branch (tools never are): a branch loaded from a
 store connects its servers again.
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import ItemNotFoundError
+from ..errors import ItemExistsError, ItemNotFoundError
 from .server import MCPServer
 from .tools import MCPTool, tool_name_for
 
@@ -26,11 +28,16 @@ def servers_of(owner: Any) -> dict[str, MCPServer]:
     return owner._mcp_servers
 
 
-def build_tools(branch: Any, server: MCPServer, approve: Any) -> list[MCPTool]:
+def build_tools(
+    branch: Any, server: MCPServer, approve: Any, taken: set[str] | None = None
+) -> list[MCPTool]:
     """The server's tools for ``branch``, named so none takes the name of a tool the branch
-    has from elsewhere (its earlier tools from this server are replaced)."""
+    has from elsewhere, nor one in ``taken`` (its earlier tools from this server are
+    replaced). The names used are added to ``taken``."""
     registry = branch.acts.registry
-    taken = {n for n, t in registry.items() if getattr(t, "server", None) is not server}
+    if taken is None:
+        taken = set()
+    taken.update(n for n, t in registry.items() if getattr(t, "server", None) is not server)
     built = []
     for definition in server.tools:
         name = tool_name_for(server.name, definition.name, taken)
@@ -63,6 +70,7 @@ async def connect(
     cwd: str | None = None,
     approve: Any = None,
     timeout: float = 30.0,
+    replace: bool = False,
 ) -> MCPServer:
     """Start the server and give its tools to ``owner`` (a Branch, or every branch of a
     Session). See the module docstring."""
@@ -72,8 +80,19 @@ async def connect(
     server = MCPServer(
         name, command=command, url=url, env=env, headers=headers, cwd=cwd, timeout=timeout
     )
-    await server.start()
     servers = servers_of(owner)
+    old = servers.get(name)
+    if old is not None and old.same_as(server) and old.status not in ("failed", "closed"):
+        old.approve = approve  # type: ignore[attr-defined]
+        for branch in _branches(owner):
+            attach_tools(branch, old, approve)
+        return old
+    if old is not None and not replace:
+        raise ItemExistsError(
+            f"An MCP server named `{name}` is already connected (`{old.target}`): pass "
+            f"`replace=True` to replace it, or `remove_mcp({name!r})` first."
+        )
+    await server.start()
     if name in servers:
         await disconnect(owner, name)
     server.approve = approve  # type: ignore[attr-defined] - given to branches included later

@@ -30,6 +30,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
+import logging
+import math
 import os
 import re
 import sys
@@ -46,6 +49,7 @@ __all__ = ["MCPError", "MCPServer"]
 
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
 _STDERR_TAIL = 2000
+_GROUP_GRACE = 2.0  # seconds a server's leftover processes get between SIGTERM and SIGKILL
 
 
 def check_name(name: Any) -> str:
@@ -55,6 +59,17 @@ def check_name(name: Any) -> str:
             "or `-`, at most 32."
         )
     return name
+
+
+def check_timeout(value: Any, what: str) -> float:
+    """``value`` as seconds: a positive finite number, else a `ValueError` naming ``what``."""
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = math.nan
+    if isinstance(value, bool) or not math.isfinite(seconds) or seconds <= 0:
+        raise ValueError(f"{what} is {value!r}: give a positive number of seconds, e.g. 30.")
+    return seconds
 
 
 class MCPServer:
@@ -96,10 +111,12 @@ class MCPServer:
         self.url = url
         self.env = dict(env) if env else None
         self.cwd = cwd
-        self.timeout = float(timeout)
-        self.connect_timeout = float(connect_timeout)
+        self.timeout = check_timeout(timeout, f"MCP server `{name}`: `timeout`")
+        self.connect_timeout = check_timeout(
+            connect_timeout, f"MCP server `{name}`: `connect_timeout`"
+        )
         self._headers = dict(headers) if headers else None
-        _remember_secrets(self._headers, self.env)
+        _remember_secrets(self._headers, self.env, self.command)
         self.status = "new"  # new, connected, broken, failed, closed
         self.tools: list[Any] = []  # the SDK's tool definitions
         self.cassette: Any = None  # the cassette in force when it was connected
@@ -114,6 +131,7 @@ class MCPServer:
         self._pgid: int | None = None
         self._errlog: Any = None
         self._restarted = False  # a restart since the last call that succeeded
+        self._stray: str | None = None  # a line it wrote on stdout that is not JSON-RPC
         self._lock: anyio.Lock | None = None  # one (re)start at a time, on self._lock_loop
         self._lock_loop: Any = None
 
@@ -124,8 +142,11 @@ class MCPServer:
 
     @property
     def target(self) -> str:
-        """What the server runs as: its command line or its URL (no headers)."""
-        return " ".join(self.command) if self.command else str(self.url)
+        """What the server runs as, to show: its command line or its URL (no headers), with
+        every known secret (a token in its arguments, an ``env`` value) masked."""
+        from ..models.clean import clean_text
+
+        return clean_text(" ".join(self.command) if self.command else str(self.url))
 
     @property
     def tool_names(self) -> list[str]:
@@ -143,6 +164,16 @@ class MCPServer:
             "last_error": self.last_error,
             "replaying": self.replaying,
         }
+
+    def same_as(self, other: MCPServer) -> bool:
+        """Whether ``other`` starts the same server the same way (a cell run again)."""
+        return self._definition() == other._definition()
+
+    def _definition(self) -> tuple:
+        return (
+            self.name, self.command, self.url, self.env, self._headers, self.cwd,
+            self.timeout, self.connect_timeout,
+        )  # fmt: skip
 
     def __repr__(self) -> str:
         return f"MCPServer({self.name!r}, {self.transport}, {self.status}, tools={len(self.tools)})"
@@ -186,37 +217,41 @@ class MCPServer:
         """The owner task: hold the transport and the session until asked to stop."""
         from mcp import ClientSession
 
+        _SERVING.set(self)  # the SDK's transport tasks inherit it (see `_QuietParseErrors`)
         try:
             async with contextlib.AsyncExitStack() as stack:
-                try:
-                    # the contexts start task groups: enter them outside any cancel scope
-                    read, write = await stack.enter_async_context(self._transport())
-                    session = await stack.enter_async_context(ClientSession(read, write))
-                    with anyio.fail_after(self.connect_timeout):
-                        await session.initialize()
-                        self._listed = await session.list_tools()
-                        self.tools = list(self._listed.tools)
-                    if self.command is not None:
-                        await self._register_group()
-                except BaseException as exc:
-                    if not ready.done():
-                        ready.set_exception(self._start_error(exc))
-                    if isinstance(exc, Exception):
-                        return
-                    raise
+                read, write = await stack.enter_async_context(self._transport())
+                if self.command is not None:
+                    await self._register_group()
+                # the contexts start task groups: enter them outside any cancel scope
+                session = await stack.enter_async_context(ClientSession(read, write))
+                with anyio.fail_after(self.connect_timeout):
+                    await session.initialize()
+                    self._listed = await session.list_tools()
+                    self.tools = list(self._listed.tools)
                 self._session = session
                 ready.set_result(None)
                 assert self._stop is not None
                 await self._stop.wait()
-        except Exception:  # leaving a dead transport: nothing more to report
-            pass
+        except BaseException as exc:
+            # a transport that failed cancels the start inside it and raises the failure
+            # when it is left: report that, not the cancellation it caused
+            if not ready.done():
+                ready.set_exception(self._start_error(exc))
+            if not isinstance(exc, Exception):
+                raise
         finally:
             self._session = None
+            with anyio.CancelScope(shield=True):
+                await self._end_group()
             self._forget_group()
 
     def _transport(self) -> Any:
+        self._stray = None
         if self.command is not None:
             from mcp.client.stdio import StdioServerParameters, stdio_client
+
+            _quiet_parse_errors()
 
             self._errlog = tempfile.TemporaryFile(  # noqa: SIM115 - closed with the connection
                 "w+", encoding="utf-8", errors="replace"
@@ -235,10 +270,18 @@ class MCPServer:
         if not isinstance(exc, Exception):
             return exc
         what = f"`{self.target}`"
-        if isinstance(exc, TimeoutError):
+        leaf = _leaf_exception(exc)
+        if self._stray is not None:
+            why = (
+                f"it is not an MCP server: it wrote {self._stray!r} on its stdout, which is "
+                "not a JSON-RPC message"
+            )
+        elif isinstance(leaf, TimeoutError):
             why = f"it did not answer within {self.connect_timeout:g} s"
-        elif isinstance(exc, (FileNotFoundError, PermissionError)):
-            why = f"the command cannot be run ({type(exc).__name__}: {exc.strerror or exc})"
+        elif self.url is not None and _unreachable(leaf):
+            why = f"the server could not be reached at {self.url} ({_leaf(exc)})"
+        elif isinstance(leaf, (FileNotFoundError, PermissionError)):
+            why = f"the command cannot be run ({type(leaf).__name__}: {leaf.strerror or leaf})"
         else:
             why = f"{type(exc).__name__}: {_leaf(exc)}"
         tail = self._stderr_tail()
@@ -249,14 +292,7 @@ class MCPServer:
         )
 
     def _stderr_tail(self) -> str:
-        if self._errlog is None:
-            return ""
-        try:
-            self._errlog.flush()
-            self._errlog.seek(0)
-            text = self._errlog.read()[-_STDERR_TAIL:].strip()
-        except (OSError, ValueError):
-            return ""
+        text = self._stderr_from(max(0, self._stderr_size() - _STDERR_TAIL)).strip()
         return " ".join(text.split())[-300:]
 
     async def _register_group(self) -> None:
@@ -268,6 +304,15 @@ class MCPServer:
         if pid is not None:
             self._pgid = pid
             LIVE_GROUPS.add(pid)
+
+    async def _end_group(self) -> None:
+        """Stop what is left of the server's process group once the transport has stopped
+        the server: a helper it started (``npx``'s node) outlives a server that exited at
+        once when its stdin closed, and the SDK signals the group only when it did not."""
+        if self._pgid is not None:
+            from ..models.endpoints._process import end_group
+
+            await end_group(self._pgid, _GROUP_GRACE)
 
     def _forget_group(self) -> None:
         from ..models.endpoints._process import LIVE_GROUPS
@@ -325,12 +370,51 @@ class MCPServer:
 
     async def _call_live(self, name: str, arguments: dict[str, Any]) -> Any:
         session = await self._ready()
+        logged = self._stderr_size()
         try:
             result = await session.call_tool(name, arguments, read_timeout_seconds=self.timeout)
         except Exception as exc:
             raise await self._failed(exc, f"the call to `{name}`") from None
         self._restarted = False
+        if result.is_error:
+            result = self._with_cause(result, name, logged)
         return result
+
+    def _with_cause(self, result: Any, name: str, logged: int) -> Any:
+        """A crash's result says only ``Error executing tool NAME`` (the SDK's servers keep
+        the exception on their side, and log it on stderr): add the exception's last line
+        from what the server logged during the call, so the model and the user see why."""
+        content = list(result.content or [])
+        first = content[0] if content else None
+        if (
+            getattr(first, "type", "") != "text"
+            or first.text.strip() != f"Error executing tool {name}"
+        ):
+            return result
+        cause = _exception_line(self._stderr_from(logged))
+        if cause is None:
+            return result
+        content[0] = first.model_copy(update={"text": f"{first.text.strip()}: {cause}"})
+        return result.model_copy(update={"content": content})
+
+    def _stderr_size(self) -> int:
+        try:
+            return os.fstat(self._errlog.fileno()).st_size if self._errlog is not None else 0
+        except (OSError, ValueError):
+            return 0
+
+    def _stderr_from(self, offset: int) -> str:
+        """What the server wrote on stderr from ``offset`` on (read without moving the file
+        position the server writes at)."""
+        if self._errlog is None:
+            return ""
+        try:
+            fd = self._errlog.fileno()
+            size = os.fstat(fd).st_size
+            start = max(offset, size - 64_000)
+            return os.pread(fd, size - start, start).decode("utf-8", "replace")
+        except (OSError, ValueError):
+            return ""
 
     async def list_resources(self) -> list[Any]:
         result = await self._request("resources/list", {}, "listing resources")
@@ -442,9 +526,24 @@ class MCPServer:
         return MCPError(self.last_error + ".")
 
 
-def _remember_secrets(headers: dict[str, str] | None, env: dict[str, str] | None) -> None:
-    """Register header values, and the values of secret-named ``env`` variables, as secrets:
-    `redact` then masks them in errors, logs and cassette lines."""
+def _remember_secrets(
+    headers: dict[str, str] | None, env: dict[str, str] | None, command: list[str] | None
+) -> None:
+    """Register header values, the values of secret-named ``env`` variables and of
+    secret-named options in the command (``--api-token X``, ``--key=X``) as secrets: `redact`
+    then masks them in errors, logs and cassette lines, and `target` shows them masked."""
+    words = command or []
+    for before, word in zip(["", *words], words, strict=False):
+        option, eq, value = word.partition("=")
+        if eq and option.startswith("-") and SECRET_NAME.search(option):
+            before, word = option, value
+        if (
+            before.startswith("-")
+            and SECRET_NAME.search(before)
+            and not word.startswith("-")
+            and len(word) >= MIN_NAMED
+        ):
+            Secret(word)
     for value in (headers or {}).values():
         Secret(value)
         scheme, _, credential = str(value).partition(" ")
@@ -461,12 +560,76 @@ async def _with_client(client: Any, transport: Any) -> Any:
         yield streams
 
 
-def _leaf(exc: BaseException) -> str:
-    """The innermost message of an exception group (anyio wraps transport failures)."""
+def _leaf_exception(exc: BaseException) -> BaseException:
+    """The innermost exception of an exception group (anyio wraps transport failures)."""
     while getattr(exc, "exceptions", None):  # an exception group
         exc = exc.exceptions[0]  # type: ignore[attr-defined]
+    return exc
+
+
+def _leaf(exc: BaseException) -> str:
+    """The innermost message of an exception group."""
+    exc = _leaf_exception(exc)
     text = str(exc) or type(exc).__name__
     return text if len(text) <= 300 else text[:297] + "..."
+
+
+_RAISED = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Failure)): (.+)$")
+
+
+def _exception_line(log: str) -> str | None:
+    """The first exception a traceback in ``log`` names (a chained traceback names its
+    cause first), as ``Name: message``; the SDK's own wrapper is skipped."""
+    for line in log.splitlines():
+        found = _RAISED.match(line.rstrip())
+        if found and not found.group(1).endswith("ToolError"):
+            text = redact(f"{found.group(1).rsplit('.', 1)[-1]}: {found.group(2)}")
+            return text if len(text) <= 300 else text[:297] + "..."
+    return None
+
+
+def _unreachable(exc: BaseException) -> bool:
+    """Whether a connection to the URL could not be made (nothing listens, no such host)."""
+    return isinstance(exc, OSError) or type(exc).__name__ in ("ConnectError", "ConnectTimeout")
+
+
+#: the server whose connection the current task serves (the SDK's reader task inherits it)
+_SERVING: contextvars.ContextVar[MCPServer | None] = contextvars.ContextVar(
+    "lion_nb_mcp_serving", default=None
+)
+
+
+class _QuietParseErrors(logging.Filter):
+    """The SDK's stdio client logs every stdout line that is not JSON-RPC with a pydantic
+    traceback, which lands in the cell above the one-line error of a program that is not an
+    MCP server. The line is kept on the server instead, and the start error quotes it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not str(record.msg).startswith("Failed to parse JSONRPC message"):
+            return True
+        server = _SERVING.get()
+        if server is not None and server._stray is None:
+            server._stray = _stray_line(record.exc_info[1] if record.exc_info else None)
+        return False
+
+
+_FILTER = _QuietParseErrors()
+
+
+def _quiet_parse_errors() -> None:
+    logger = logging.getLogger("mcp.client.stdio")
+    if _FILTER not in logger.filters:
+        logger.addFilter(_FILTER)
+
+
+def _stray_line(exc: BaseException | None) -> str:
+    """The line a JSON-RPC parse error was about (pydantic keeps it as the error's input)."""
+    try:
+        text = str(exc.errors()[0]["input"])  # type: ignore[union-attr]
+    except Exception:
+        text = "?"
+    text = redact(" ".join(text.split()))
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _child_writing_to(fd: int) -> int | None:

@@ -3,7 +3,8 @@
 A server's tool keeps its name, description and input schema as the server gives them (the
 schema goes to the model unchanged; the server validates the arguments). A name that
 collides with a tool already on the branch is prefixed with the server's name
-(``files_read``). The output a model sees is the result's text content (what the protocol
+(``files_read``), and numbered when that is taken too (``files_read_2``): every tool keeps a
+distinct name, and a server's tool never takes the place of a tool from elsewhere. The output a model sees is the result's text content (what the protocol
 meant for a model), joined; other content is listed by type. A result the server marks as an
 error raises, so the call is a tool error like any other.
 """
@@ -62,10 +63,16 @@ class MCPTool(Tool):
 
 
 def tool_name_for(server: str, remote: str, taken: Any) -> str:
-    """The remote name, or ``server_remote`` when taken (both made valid tool names)."""
+    """The remote name, else ``server_remote``, else ``server_remote_2``, ``_3``...: the
+    first not in ``taken`` (each made a valid tool name)."""
     name = _INVALID.sub("_", remote)[:64]
-    if name in taken:
-        name = f"{server}_{name}"[:64]
+    if name not in taken:
+        return name
+    prefixed = f"{server}_{name}"
+    name, n = prefixed[:64], 2
+    while name in taken:
+        suffix = f"_{n}"
+        name, n = prefixed[: 64 - len(suffix)] + suffix, n + 1
     return name
 
 

@@ -15,7 +15,14 @@ not a failure and propagates.
 Before a call runs it is approved (`lion_nb.protocols.approval`): under the tool's own
 ``approve=`` policy, else the manager's default (the branch's ``approve=``). A denied call
 does not run; its response is an error whose output tells the model it was denied, with
-``metadata["approval"]`` saying by whom.
+``metadata["approval"]`` saying by whom. "Approve from now on" is kept here, per manager
+(per branch), never on the tool, which clones share.
+
+A result, or an error's text, is bounded before it joins the history: past
+``result_budget`` tokens (`RESULT_BUDGET` by default; ``None``: unbounded) it keeps its head
+and tail around the context budget's marker, ``[… N of M characters cut …]`` (data is cut as
+its JSON text), and ``metadata["output_cut"]`` says how much. A 5 MB answer would otherwise
+travel with every later request.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ import re
 import time
 import types
 import typing
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from typing import Annotated, Any
 
@@ -41,11 +49,14 @@ from ._docstrings import docstring_of, first_paragraph, param_docs
 from .jsonsafe import text_of
 from .messages import ActionRequest, ActionResponse
 
-__all__ = ["ActionManager", "Tool"]
+__all__ = ["RESULT_BUDGET", "ActionManager", "Tool"]
 
 logger = logging.getLogger("lion_nb.actions")
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+#: tokens a tool's result may take in the history (about 32,000 characters)
+RESULT_BUDGET = 8000
 
 
 class Tool:
@@ -251,6 +262,10 @@ class ActionManager:
         self.registry: dict[str, Tool] = {}
         #: the default approval policy of tools that have none of their own
         self.approve = check_policy(approve)
+        #: tokens a result may take before it is cut (None: unbounded); see the module
+        self.result_budget: int | None = RESULT_BUDGET
+        #: the tools approved "from now on" on this branch
+        self.approved: weakref.WeakSet[Tool] = weakref.WeakSet()
         if tools:
             self.register_tools(tools)
 
@@ -350,6 +365,7 @@ class ActionManager:
         except Exception as exc:
             logger.debug("tool `%s` failed", request.function, exc_info=True)
             output, is_error = {"error": f"{type(exc).__name__}: {text_of(exc)}"}, True
+        output = self._bounded(output, metadata)
         response = ActionResponse(
             function=request.function,
             arguments=dict(request.arguments),
@@ -367,16 +383,44 @@ class ActionManager:
         Arguments are validated first: nobody is asked about a call that cannot run."""
         if getattr(tool, "approve", None) in (None, True) and self.approve in (None, True):
             return None
+        if tool in self.approved:
+            return None
         from .approval import Ask, decide
 
         tool.validate(request.arguments)
         ask = Ask(request.function, dict(request.arguments), server, request.call_id)
         try:
-            return await decide(tool, request.arguments, self.approve, ask)
+            return await decide(tool, request.arguments, self.approve, ask, self.approved.add)
         except BaseException as exc:  # stopped while deciding: `act` records a denial
             if not isinstance(exc, Exception) or isinstance(exc, anyio.get_cancelled_exc_class()):
                 request.metadata["approval"] = "denied: the turn was stopped before approval"
             raise
+
+    def _bounded(self, output: Any, metadata: dict[str, Any]) -> Any:
+        """``output`` within ``result_budget`` tokens (see the module docstring)."""
+        budget = self.result_budget
+        if budget is None:
+            return output
+        error = output.get("error") if isinstance(output, dict) and len(output) == 1 else None
+        if isinstance(error, str):
+            text = error
+        elif isinstance(output, str):
+            text = output
+        else:
+            error = None
+            try:
+                text = json.dumps(output, ensure_ascii=False, default=str)
+            except (TypeError, ValueError):
+                return output
+        if len(text) <= budget * 2:  # within the budget whatever the text (no estimate)
+            return output
+        from ..context.content import fit_text
+
+        fitted = fit_text(text, budget)
+        if fitted is text:
+            return output
+        metadata["output_cut"] = {"characters": len(text), "kept": len(fitted)}
+        return {"error": fitted} if error is not None else fitted
 
 
 # -- helpers ------------------------------------------------------------------------------------

@@ -12,7 +12,9 @@ A policy is one of:
 
 The policy is looked up on the tool first (``Tool(..., approve=)``, or ``connect_mcp(...,
 approve=)`` for a server's tools), then on the branch (``Branch(approve=)``, the default for
-its tools). "Approve from now on" sets the tool's own policy to ``True``.
+its tools). "Approve from now on" is remembered by the branch where it was given (its
+`ActionManager`), not by the tool: a clone shares its source's tool objects, and an answer
+given on one branch holds on that branch only.
 
 A denied call never runs: `ActionManager.invoke` records a response whose output tells the
 model the call was denied (``metadata["approval"]`` says by whom). Cancelling the turn while a
@@ -88,8 +90,15 @@ def current_asker() -> Asker | None:
     return _ASKER.get()
 
 
-async def decide(tool: Any, arguments: dict[str, Any], default: Any, ask: Ask) -> Decision:
-    """Whether the call may run, under the tool's policy or else ``default``."""
+async def decide(
+    tool: Any,
+    arguments: dict[str, Any],
+    default: Any,
+    ask: Ask,
+    remember: Callable[[Any], None] | None = None,
+) -> Decision:
+    """Whether the call may run, under the tool's policy or else ``default``; an answer
+    "from now on" is passed to ``remember`` (the branch's record of such answers)."""
     policy = getattr(tool, "approve", None)
     if policy is None:
         policy = default
@@ -108,7 +117,8 @@ async def decide(tool: Any, arguments: dict[str, Any], default: Any, ask: Ask) -
             )
         answer = await asker(ask)
         if answer == ALWAYS:
-            tool.approve = True
+            if remember is not None:
+                remember(tool)
             return Decision(True, "user", "approved for this tool from now on")
         if answer:
             return Decision(True, "user")

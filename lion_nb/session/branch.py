@@ -634,16 +634,18 @@ class Branch(BranchVerbs, Element):
         cwd: str | None = None,
         approve: Any = None,
         timeout: float = 30.0,
+        replace: bool = False,
     ) -> Any:
         """Start an MCP server (``command=[...]``: a child process over stdio; ``url=``: a
         streamable-HTTP server, ``headers`` kept secret) and make its tools this branch's.
-        ``approve`` is the policy of its tools (`lion_nb.protocols.approval`). Returns the
+        ``approve`` is the policy of its tools (`lion_nb.protocols.approval`). A name in use
+        is refused unless it is the same server (kept) or ``replace=True``. Returns the
         `MCPServer`; see `lion_nb.mcp`."""
         from ..mcp.connect import connect
 
         return await connect(
             self, name, command=command, url=url, env=env, headers=headers, cwd=cwd,
-            approve=approve, timeout=timeout,
+            approve=approve, timeout=timeout, replace=replace,
         )  # fmt: skip
 
     async def remove_mcp(self, name: str) -> None:

@@ -42,6 +42,22 @@ def children() -> set[int]:
     return found
 
 
+def group_members(pgid: int) -> set[int]:
+    """Pids of the live processes (zombies excluded) in process group ``pgid``."""
+    found = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            found.add(int(entry))
+    return found
+
+
 def open_fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 

@@ -7,13 +7,22 @@ removing leaves behind measures lion_nb, not the server's imports. It is still a
 process speaking the protocol's JSON-RPC on its stdin and stdout to the SDK's client.
 
 It serves ``initialize`` (echoing the client's protocol version), ``ping``, ``tools/list``
-with one tool, ``add(a, b)``, and ``tools/call``; notifications are read and ignored; any
+and ``tools/call`` for its tools: ``add(a, b)``, ``big(size)`` (a text of ``size``
+characters) and, with ``--tools NAME,NAME``, one ``NAME(text)`` each answering
+``NAME: text`` (servers whose tool names collide). Notifications are read and ignored; any
 other request is a JSON-RPC "method not found" error.
+
+``--child PIDFILE`` first starts a child process in the server's process group (as a server
+started by ``npx`` has its node process, or a server its helper) and writes ``LEADER CHILD``
+(the two pids) to PIDFILE; the server still exits at once when its stdin closes, leaving the
+child running unless its group is stopped.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 
 ADD = {
@@ -27,6 +36,30 @@ ADD = {
 }
 
 
+BIG = {
+    "name": "big",
+    "description": "A text of `size` characters.",
+    "inputSchema": {
+        "type": "object",
+        "properties": {"size": {"type": "integer"}},
+        "required": ["size"],
+    },
+}
+NAMED: list[str] = []  # --tools
+
+
+def named(name: str) -> dict:
+    return {
+        "name": name,
+        "description": f"Answer `{name}: text`.",
+        "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}},
+    }
+
+
+def text(value: str) -> dict:
+    return {"content": [{"type": "text", "text": value}], "isError": False}
+
+
 def answer(method: str, params: dict) -> dict:
     if method == "initialize":
         return {
@@ -37,15 +70,32 @@ def answer(method: str, params: dict) -> dict:
     if method == "ping":
         return {}
     if method == "tools/list":
-        return {"tools": [ADD]}
+        return {"tools": [ADD, BIG, *(named(n) for n in NAMED)]}
+    args = params.get("arguments") or {}
     if method == "tools/call" and params.get("name") == "add":
-        args = params.get("arguments") or {}
-        total = int(args["a"]) + int(args["b"])
-        return {"content": [{"type": "text", "text": str(total)}], "isError": False}
+        return text(str(int(args["a"]) + int(args["b"])))
+    if method == "tools/call" and params.get("name") == "big":
+        return text("x" * int(args["size"]))
+    if method == "tools/call" and params.get("name") in NAMED:
+        return text(f"{params['name']}: {args.get('text', '')}")
     raise LookupError(method)
 
 
+def start_child(pidfile: str) -> None:
+    child = subprocess.Popen(["sleep", "600"], stdin=subprocess.DEVNULL)
+    with open(pidfile + ".part", "w", encoding="ascii") as f:
+        f.write(f"{os.getpid()} {child.pid}")
+    os.replace(pidfile + ".part", pidfile)
+
+
 def main() -> None:
+    argv = sys.argv[1:]
+    while argv:
+        flag, value, argv = argv[0], argv[1], argv[2:]
+        if flag == "--child":
+            start_child(value)
+        elif flag == "--tools":
+            NAMED.extend(value.split(","))
     for line in sys.stdin:
         if not line.strip():
             continue

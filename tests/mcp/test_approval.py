@@ -7,6 +7,8 @@ Issue "a human in the loop" -> test
     -> test_sync_and_async_callables_and_precedence
 - "ask" calls the asker; "approve from now on" stops asking for that tool
     -> test_ask_with_an_asker_and_approve_from_now_on
+- "approve from now on" holds on the branch where it was given, not on a clone's source
+  (nor on a clone of it) -> test_approve_from_now_on_holds_on_its_branch_only
 - "ask" with nobody to ask denies -> test_ask_without_an_asker_denies
 - a failing approval callable denies (fails closed) -> test_a_failing_callable_denies
 - cancelled while a person is asked: recorded as denied, the tool never ran
@@ -122,8 +124,39 @@ def test_ask_with_an_asker_and_approve_from_now_on():
     assert asked == [("delete", {"path": "/tmp/1"}, None)]  # not asked the second time
     assert first.metadata["approval"] == "approved by user"
     assert second.output == "deleted /tmp/2"
-    assert branch.tools["delete"].approve is True
+    assert branch.tools["delete"] in branch.acts.approved
+    assert branch.tools["delete"].approve is None  # the tool itself is unchanged
     assert CALLED == ["/tmp/1", "/tmp/2"]
+
+
+def test_approve_from_now_on_holds_on_its_branch_only():
+    asked = []
+
+    async def asker(ask):
+        asked.append((ask.call_id, ask.arguments["path"]))
+        return ALWAYS if ask.arguments["path"].startswith("/clone") else False
+
+    async def call(branch, path):
+        [out] = await branch.act({"function": "delete", "arguments": {"path": path}})
+        return out
+
+    async def main():
+        source = Branch(tools=[Tool(delete, approve="ask")])
+        clone = source.clone()
+        assert clone.tools["delete"] is source.tools["delete"]  # clones share tool objects
+        with asking(asker):
+            first = await call(clone, "/clone/1")  # approved from now on, on the clone
+            again = await call(clone, "/clone/2")  # not asked
+            source_call = await call(source, "/source/1")  # asked: denied
+            grandchild = await call(clone.clone(), "/other/1")  # asked: denied
+        return first, again, source_call, grandchild
+
+    first, again, source_call, grandchild = anyio.run(main)
+    assert [p for _, p in asked] == ["/clone/1", "/source/1", "/other/1"]
+    assert not first.is_error and not again.is_error
+    assert source_call.is_error and source_call.metadata["approval"] == "denied by user"
+    assert grandchild.is_error
+    assert CALLED == ["/clone/1", "/clone/2"]
 
 
 def test_ask_without_an_asker_denies():

@@ -7,6 +7,9 @@ Issue acceptance -> test
 - stopped at kernel (interpreter) exit even when nobody closed it
     -> test_interpreter_exit_stops_a_server_nobody_closed
 - a connection is started afresh on another event loop -> test_a_new_loop_reconnects
+- a server that exits at once when its stdin closes leaves no child of its process group,
+  after 50 connect/remove cycles, `aclose` and `Session.close`
+    -> test_a_servers_children_stop_with_it
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import anyio
 import pytest
 
 from lion_nb import Branch
-from tests.fakes.mcp_fixtures import QUICK_SERVER, children, open_fds, threads
+from tests.fakes.mcp_fixtures import QUICK_SERVER, children, group_members, open_fds, threads
 
 
 def _wait_until(condition, seconds=30.0):
@@ -135,3 +138,62 @@ def test_a_new_loop_reconnects(mcp_command):
     assert out.output == "7" and not out.is_error
     assert server.status == "closed"
     assert _wait_until(lambda: children() == before)
+
+
+@pytest.mark.timeout(300)
+def test_a_servers_children_stop_with_it(tmp_path):
+    """The quick server with ``--child`` starts a child in its process group (as `npx` starts
+    node) and exits at once when its stdin closes: the whole group is stopped anyway, by
+    `remove_mcp` (50 cycles), `aclose` and `Session.close` alike."""
+    from lion_nb import Session
+
+    def command(n):
+        return [sys.executable, str(QUICK_SERVER), "--child", str(tmp_path / f"pids-{n}")]
+
+    def group(n):
+        leader, child = map(int, (tmp_path / f"pids-{n}").read_text().split())
+        assert group_members(leader) == {leader, child}, "the child did not start"
+        return leader
+
+    async def cycles():
+        branch = Branch()
+        for n in range(50):
+            await branch.connect_mcp("parent", command=command(n))
+            pgid = group(n)
+            await branch.remove_mcp("parent")
+            assert group_members(pgid) == set(), f"cycle {n} left {group_members(pgid)}"
+        await branch.connect_mcp("parent", command=command("aclose"))
+        pgid = group("aclose")
+        await branch.aclose()
+        assert group_members(pgid) == set(), "aclose left the group running"
+        session = Session()
+        await session.connect_mcp("parent", command=command("session"))
+        pgid = group("session")
+        session.close()
+        return pgid
+
+    pgid = anyio.run(cycles)
+    assert _wait_until(lambda: group_members(pgid) == set()), "Session.close left the group"
+
+
+def test_interpreter_exit_stops_a_servers_children(tmp_path):
+    """A kernel that exits with the server still connected: its child goes with it."""
+    pids = tmp_path / "pids"
+    command = [sys.executable, str(QUICK_SERVER), "--child", str(pids)]
+    script = textwrap.dedent(
+        f"""
+        import asyncio, sys
+        from lion_nb import Branch
+
+        loop = asyncio.new_event_loop()
+        loop.run_until_complete(Branch().connect_mcp("left", command={command!r}))
+        sys.exit(0)
+        """
+    )
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert out.returncode == 0, out.stderr
+    leader, _child = map(int, pids.read_text().split())
+    assert _wait_until(lambda: group_members(leader) == set()), group_members(leader)

@@ -25,7 +25,7 @@ from anyio.abc import Process
 
 from ..secrets import redact
 
-__all__ = ["LIVE_GROUPS", "StderrTail", "kill_group", "stop_group"]
+__all__ = ["LIVE_GROUPS", "StderrTail", "end_group", "kill_group", "stop_group"]
 
 #: process groups of CLI runs in progress (killed at interpreter exit)
 LIVE_GROUPS: set[int] = set()
@@ -85,6 +85,19 @@ async def stop_group(process: Process, grace: float) -> None:
             _signal_group(pgid, getattr(signal, "SIGKILL", signal.SIGTERM))
     await process.wait()
     await process.aclose()
+
+
+async def end_group(pgid: int, grace: float) -> None:
+    """Stop what is left of a group whose leader is gone (a helper it started): SIGTERM,
+    wait up to ``grace`` s, SIGKILL the rest."""
+    if not await _group_left(pgid):
+        return
+    _signal_group(pgid, signal.SIGTERM)
+    with anyio.move_on_after(grace):
+        while await _group_left(pgid):  # noqa: ASYNC110 - a group has no exit event
+            await anyio.sleep(0.02)
+    if await _group_left(pgid):
+        _signal_group(pgid, getattr(signal, "SIGKILL", signal.SIGTERM))
 
 
 def kill_group(pgid: int) -> None:

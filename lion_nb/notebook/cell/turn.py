@@ -165,7 +165,7 @@ def plan_turn(magics: Any, opts: TurnOptions, text: str) -> TurnPlan:
     if servers:
         from ..state.mcp import mcp_tools_for
 
-        tools += [t for n in servers for t in mcp_tools_for(magics, branch, n) or ()]
+        tools += mcp_tools_for(magics, branch, servers, tools)
     policy = opts.policy or magics.rerun
     try:
         busy = state.busy(branch)

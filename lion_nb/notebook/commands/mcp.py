@@ -4,10 +4,15 @@
 ``%lion mcp add NAME --url URL`` connects a streamable-HTTP one, with ``--header-env
 HEADER=VAR`` reading a header's value (a token) from an environment variable, so the secret
 never sits in the notebook. ``--approve ask`` makes each call wait for Approve / Deny in the
-turn view. A server added here is the notebook's: its tools are offered to a turn by naming
+turn view; ``--timeout S`` bounds each call (S > 0). Options go anywhere before the ``--``;
+every word after it is the server's command. ``--env NAME=VALUE`` (repeatable) passes a
+variable to a stdio server; its value is a secret: masked wherever lion_nb shows or keeps
+text, like every other known secret, which a command line echoed by ``add`` and ``list``
+shows as ``****`` too. A server added here is the notebook's: its tools are offered to a turn by naming
 it, ``%%lion -t NAME`` (a connected server's name is looked up before notebook functions).
 ``%lion mcp list`` shows servers, status and tools; ``%lion mcp remove NAME`` stops one.
-Adding a name again replaces that server (re-running the cell is safe). Under ``%lion
+Adding a name again with the same server keeps the running one (re-running the cell is
+safe); a different server under a name in use is refused unless ``--replace``. Under ``%lion
 cassette`` the server's tools and answers are recorded, or replayed without starting it. ``{expr}`` and
 ``$name`` in the command and the URL are expanded from the notebook's namespace, as in any
 line magic.
@@ -44,9 +49,17 @@ _APPROVE = {"true": True, "false": False, "ask": "ask"}
         metavar="HEADER=VAR",
         help="send HEADER with the value of environment variable VAR (e.g. a token); repeatable",
     ),
+    arg(
+        "--env",
+        action="append",
+        metavar="NAME=VALUE",
+        help="set NAME in a stdio server's environment; the value is kept secret; repeatable",
+    ),
     arg("--approve", choices=tuple(_APPROVE), help="approval of its calls (default: true)"),
     arg("--timeout", type=float, default=30.0, help="seconds a call may take (default 30)"),
-    arg("command", nargs="*", help="-- CMD ARGS: the stdio server to start"),
+    arg("--replace", action="store_true", help="replace a server of that name"),
+    arg("command", nargs="*", help="-- CMD ARGS: the stdio server to start (after `--`)"),
+    trailing="command",
 )
 async def _mcp(magics: Any, args: Any) -> Any:
     servers = magics.state.mcp
@@ -76,7 +89,7 @@ async def _add(magics: Any, args: Any, servers: dict[str, Any]) -> Any:
     from ...models.cassettes import CassetteError
 
     expand = magics.shell.var_expand  # `{python}`, `$TOKEN_FILE`: as in any line magic
-    command = [expand(w) for w in args.command if w != "--"] if args.command else None
+    command = [expand(w) for w in args.command] if args.command else None
     if args.url:
         args.url = expand(args.url)
     if bool(command) == bool(args.url):
@@ -84,14 +97,35 @@ async def _add(magics: Any, args: Any, servers: dict[str, Any]) -> Any:
             f"`%lion mcp add {args.name}` needs a server: `-- CMD ARGS` (stdio) or "
             "`--url URL` (streamable HTTP), not both."
         )
+    env = _env(args.env or [], args.name, expand)
+    if env and not command:
+        raise UsageError(
+            f"`%lion mcp add {args.name}`: `--env` sets a stdio server's environment; an HTTP "
+            "server takes its token from `--header-env HEADER=VAR`."
+        )
     headers = _headers(args.header_env or [], args.name)
     try:
         server = MCPServer(
-            args.name, command=command, url=args.url, headers=headers, timeout=args.timeout
-        )
+            args.name, command=command, url=args.url, env=env, headers=headers,
+            timeout=args.timeout,
+        )  # fmt: skip
     except ValueError as exc:
         raise UsageError(f"`%lion mcp add`: {exc}") from None
-    server.approve = _APPROVE.get(args.approve) if args.approve else None  # type: ignore[attr-defined]
+    approve = _APPROVE.get(args.approve) if args.approve else None
+    old = servers.get(args.name)
+    if old is not None and old.same_as(server) and old.status not in ("failed", "closed"):
+        if getattr(old, "approve", None) != approve:  # new tools, under the new policy
+            old.approve = approve
+            old.__dict__.pop("_notebook_tools", None)
+        print(f"MCP server `{args.name}` is already connected: kept.")
+        return _listing({args.name: old})
+    if old is not None and not args.replace:
+        raise UsageError(
+            f"`%lion mcp add {args.name}`: a server named `{args.name}` is already connected "
+            f"(`{old.target}`). Add `--replace` to replace it, or `%lion mcp remove "
+            f"{args.name}` first."
+        )
+    server.approve = approve  # type: ignore[attr-defined]
     try:
         await server.start()
     except (MCPError, CassetteError) as exc:  # cannot start, or no recording of its tools
@@ -101,6 +135,25 @@ async def _add(magics: Any, args: Any, servers: dict[str, Any]) -> Any:
         await old.aclose()
     servers[args.name] = server
     return _listing({args.name: server})
+
+
+def _env(pairs: list[str], name: str, expand: Any) -> dict[str, str] | None:
+    """``--env NAME=VALUE`` pairs, each value registered as a secret (masked wherever lion_nb
+    shows or keeps text); the error for a malformed pair never repeats its value."""
+    from ...models.secrets import Secret
+
+    env = {}
+    for pair in pairs:
+        var, eq, value = pair.partition("=")
+        if not eq or not var.replace("_", "").isalnum() or var[0].isdigit():
+            raise UsageError(
+                f"`%lion mcp add {name}`: write `--env NAME=VALUE` (NAME letters, digits and "
+                "`_`), e.g. `--env API_TOKEN=$token`."
+            )
+        value = expand(value)
+        Secret(value)
+        env[var] = value
+    return env or None
 
 
 def _headers(pairs: list[str], name: str) -> dict[str, str] | None:

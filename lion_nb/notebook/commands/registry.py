@@ -33,9 +33,16 @@ _ALIASES = {
 
 class _Command:
     def __init__(
-        self, name: str, func: Callable[..., Any], summary: str, parser: MagicArgumentParser
+        self,
+        name: str,
+        func: Callable[..., Any],
+        summary: str,
+        parser: MagicArgumentParser,
+        trailing: str | None = None,
     ):
         self.name, self.func, self.summary, self.parser = name, func, summary, parser
+        #: the argument that takes every word after `--` as it is (a command to run)
+        self.trailing = trailing
         #: ``async (magics, args, *, assigned)``: how an awaited line runs it (see `awaited`)
         self.awaited: Callable[..., Any] | None = None
 
@@ -43,8 +50,13 @@ class _Command:
 COMMANDS: dict[str, _Command] = {}
 
 
-def command(name: str, summary: str, *args: tuple[tuple, dict]) -> Callable[[Callable], Callable]:
-    """Register a subcommand with its parser arguments (``((flags...), {kwargs})`` pairs)."""
+def command(
+    name: str, summary: str, *args: tuple[tuple, dict], trailing: str | None = None
+) -> Callable[[Callable], Callable]:
+    """Register a subcommand with its parser arguments (``((flags...), {kwargs})`` pairs).
+    With ``trailing``, the words after ``--`` are that argument's, untouched, and options go
+    anywhere before it (argparse alone fills a ``nargs="*"`` positional early and then
+    refuses the ``--`` words as unrecognized)."""
 
     def decorate(func: Callable) -> Callable:
         from ..cell.options import help_formatter
@@ -54,7 +66,7 @@ def command(name: str, summary: str, *args: tuple[tuple, dict]) -> Callable[[Cal
         )
         for flags, kw in args:
             parser.add_argument(*flags, **kw)
-        COMMANDS[name] = _Command(name, func, summary, parser)
+        COMMANDS[name] = _Command(name, func, summary, parser, trailing)
         return func
 
     return decorate
@@ -99,15 +111,24 @@ def _parse(cmd: _Command, rest: str) -> Any:
     from ..cell.options import split_line, wants_help
 
     words = split_line(rest, f"%lion {cmd.name}")
+    after: list[str] | None = None
+    if cmd.trailing and "--" in words:
+        cut = words.index("--")
+        words, after = words[:cut], words[cut + 1 :]
     if wants_help(words):
         print(_usage(cmd.name))
         return None
+    # a command line after `--` may hold a token: the error does not repeat it
+    shown = rest if not cmd.trailing else " ".join(words[:1])
     try:
-        return cmd.parser.parse_args(words)
+        args = cmd.parser.parse_args(words)
     except UsageError as exc:
         raise UsageError(
-            f"`%lion {cmd.name} {rest}`: {exc}. `%lion help {cmd.name}` shows its usage."
+            f"`%lion {cmd.name} {shown}`: {exc}. `%lion help {cmd.name}` shows its usage."
         ) from None
+    if after is not None:
+        setattr(args, cmd.trailing, [*(getattr(args, cmd.trailing) or []), *after])
+    return args
 
 
 def dispatch(magics: Any, line: str, *, assigned: bool = True) -> Any:

@@ -1,6 +1,8 @@
 """The tools of the notebook's MCP servers (``%lion mcp add``) for one turn's branch
-(``%%lion -t NAME``): made once per branch and server, so "approve from now on" is remembered
-across turns."""
+(``%%lion -t NAME``): named together with the turn's other tools, so every tool keeps a
+distinct name (two servers' ``echo`` are ``echo`` and ``b_echo``; a notebook function keeps
+its own name), and made once per branch, server and name, so "approve from now on" -- which
+the branch remembers for the tool -- holds across turns."""
 
 from __future__ import annotations
 
@@ -9,18 +11,18 @@ from typing import Any
 __all__ = ["mcp_tools_for"]
 
 
-def mcp_tools_for(magics: Any, branch: Any, name: str) -> list[Any] | None:
-    """The tools of the notebook's MCP server ``name`` for ``branch`` (``-t NAME``), or
-    ``None`` when no server has that name."""
-    server = magics.state.mcp.get(name)
-    if server is None:
-        return None
+def mcp_tools_for(magics: Any, branch: Any, names: list[str], local: list[Any]) -> list[Any]:
+    """The tools of the notebook's MCP servers ``names`` (``-t NAME``, in order) for
+    ``branch``, beside the turn's notebook functions ``local``."""
     from ...mcp.connect import build_tools
+    from ...protocols.actions import Tool
 
-    cache = server.__dict__.setdefault("_notebook_tools", {})
-    key = str(branch.id)
-    if key in cache:  # the same tools every turn: "approve from now on" is remembered
-        return cache[key]
-    tools = build_tools(branch, server, getattr(server, "approve", None))
-    cache[key] = tools
+    taken = {Tool(f).name if not isinstance(f, Tool) else f.name for f in local}
+    tools: list[Any] = []
+    for name in names:
+        server = magics.state.mcp[name]
+        cache = server.__dict__.setdefault("_notebook_tools", {})
+        for tool in build_tools(branch, server, getattr(server, "approve", None), taken):
+            key = (str(branch.id), tool.remote_name, tool.name)
+            tools.append(cache.setdefault(key, tool))
     return tools
