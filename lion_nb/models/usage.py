@@ -114,7 +114,9 @@ def openai_usage(raw: Any) -> dict[str, Any]:
         "cached_tokens", _details(raw, "prompt_tokens_details").get("cached_tokens")
     )
     if cached > prompt:  # the cached part of a prompt cannot be larger than the prompt
-        raise ValueError(f"`cached_tokens` ({cached}) is more than `prompt_tokens` ({prompt})")
+        raise ValueError(
+            f"the usage count `cached_tokens` ({cached}) is more than `prompt_tokens` ({prompt})"
+        )
     return usage_dict(
         prompt,
         token_count("output tokens", raw.get("completion_tokens")),

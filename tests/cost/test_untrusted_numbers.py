@@ -6,6 +6,7 @@ fake CLI executables run as subprocesses, and the loopback HTTP server."""
 from __future__ import annotations
 
 import json
+import logging
 import math
 from contextlib import aclosing
 from pathlib import Path
@@ -14,9 +15,12 @@ import anyio
 import pytest
 
 from lion_nb import Budget, BudgetExceeded, Session, iModel
-from lion_nb.errors import ConfigurationError
+from lion_nb.errors import ConfigurationError, ExecutionError, ProviderError
 from lion_nb.session.budget import budget_scope
+from lion_nb.session.ledger import AFTER_RECORD
+from lion_nb.tokens import estimate_tokens
 from tests.fakes.cli import FIXTURES, FakeCLI, fake_cli_on_path
+from tests.fakes.http_server import Script, anthropic_message, openai_completion
 
 RESULT_USAGE = {
     "input_tokens": 9,
@@ -110,3 +114,251 @@ def test_a_cli_cost_that_is_a_finite_number_at_least_zero_is_kept(fakes):
     done, error = runs_until_stopped(branch, 6)
     assert (done, type(error)) == (2, BudgetExceeded)
     assert session.cost().usd == pytest.approx(0.04)
+
+
+# -- token counts over HTTP ------------------------------------------------------------------------
+FIVE = {"input": 5.0, "output": 5.0}
+KEY = "sk-test-untrusted-abcdef"
+
+
+def openai_model(fake) -> iModel:
+    return iModel(
+        provider="openai", model="gpt-4o-mini", base_url=fake.openai_url, api_key=KEY, price=FIVE
+    )
+
+
+def anthropic_model(fake, **kw) -> iModel:
+    return iModel(
+        provider="anthropic",
+        model="claude-sonnet-4-5",
+        base_url=fake.anthropic_url,
+        api_key=KEY,
+        price=FIVE,
+        **kw,
+    )
+
+
+def chats_until_stopped(branch, most: int) -> tuple[int, list[BaseException]]:
+    async def main():
+        done, errors = 0, []
+        for i in range(most):
+            try:
+                await branch.communicate(f"step {i}")
+                done += 1
+            except BudgetExceeded as exc:
+                errors.append(exc)
+                break
+            except ExecutionError as exc:  # the call failed: its cause is the provider's error
+                assert isinstance(exc.__cause__, ProviderError), exc
+                errors.append(exc.__cause__)
+        return done, errors
+
+    return anyio.run(main)
+
+
+OPENAI_BAD = [
+    {"prompt_tokens": -1_000_000_000, "completion_tokens": 1000},
+    {"prompt_tokens": 10, "completion_tokens": 10, "prompt_tokens_details": {"cached_tokens": 4e9}},
+    {"prompt_tokens": 1000, "completion_tokens": -5000},
+    {"prompt_tokens": 10**30, "completion_tokens": 1},
+]
+
+
+@pytest.mark.parametrize("usage", OPENAI_BAD, ids=["negative", "cached>prompt", "neg-out", "huge"])
+def test_openai_counts_no_call_could_have_are_a_provider_error_never_a_negative_price(
+    http_fake, usage
+):
+    body = {**openai_completion("ok"), "usage": usage}
+    http_fake.routes.append(
+        lambda rec: Script(body=body) if rec.path.endswith("/chat/completions") else None
+    )
+    session = Session()
+    branch = session.default_branch
+    branch.chat_model = openai_model(http_fake)
+    branch.budget = Budget(usd=0.05, warn_at=None)
+    done, errors = chats_until_stopped(branch, 20)
+    assert done == 0 and len(errors) == 20
+    assert all(isinstance(e, ProviderError) and "usage" in str(e) for e in errors)
+    assert session.cost().usd == 0 and branch.cost().calls == 0
+    assert len(branch.messages) == 0  # nothing of a refused answer is recorded
+
+
+def test_an_anthropic_negative_input_count_is_a_provider_error(http_fake):
+    message = anthropic_message("ok")
+    message["usage"] = {"input_tokens": -1_000_000_000, "output_tokens": 1000}
+    http_fake.routes.append(
+        lambda rec: Script(body=message) if rec.path.endswith("/v1/messages") else None
+    )
+    session = Session()
+    branch = session.default_branch
+    branch.chat_model = anthropic_model(http_fake)
+    branch.budget = Budget(usd=0.05, warn_at=None)
+    done, errors = chats_until_stopped(branch, 5)
+    assert done == 0 and all(isinstance(e, ProviderError) for e in errors)
+    assert session.cost().usd == 0
+
+
+def test_good_counts_beside_bad_ones_still_stop_at_the_budget(http_fake):
+    """A refused answer costs the ledger nothing; the good ones count and the budget stops."""
+    good = openai_completion("ok", prompt_tokens=1000, completion_tokens=1000)  # $0.01
+    bad = {**good, "usage": {"prompt_tokens": -1_000_000, "completion_tokens": 5}}
+    turns = iter([good, bad] * 20)
+    http_fake.routes.append(
+        lambda rec: Script(body=next(turns)) if rec.path.endswith("/chat/completions") else None
+    )
+    session = Session()
+    branch = session.default_branch
+    branch.chat_model = openai_model(http_fake)
+    branch.budget = Budget(usd=0.05, warn_at=None)
+    done, errors = chats_until_stopped(branch, 40)
+    assert isinstance(errors[-1], BudgetExceeded) and done == 5
+    assert session.cost().usd == pytest.approx(0.05)
+
+
+# -- an Anthropic stream without its final usage -----------------------------------------------------
+def stream_without_message_delta(text: str) -> list[str]:
+    start = {
+        "type": "message_start",
+        "message": {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-sonnet-4-5",
+            "content": [],
+            "stop_reason": None,
+            "usage": {"input_tokens": 20, "output_tokens": 1},
+        },
+    }
+    events = [
+        ("message_start", start),
+        (
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {"type": "text", "text": ""},
+            },
+        ),
+    ]
+    for i in range(0, len(text), 400):
+        delta = {"type": "text_delta", "text": text[i : i + 400]}
+        events.append(
+            ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta})
+        )
+    events += [
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        ("message_stop", {"type": "message_stop"}),
+    ]
+    return [f"event: {name}\ndata: {json.dumps(data)}" for name, data in events]
+
+
+def test_an_anthropic_stream_whose_final_usage_never_came_is_ledgered_from_its_text(http_fake):
+    text = " ".join(f"word{i}" for i in range(2500))
+    for _ in range(6):
+        http_fake.push_sse(stream_without_message_delta(text))
+    session = Session()
+    branch = session.default_branch
+    branch.chat_model = anthropic_model(http_fake, stream=True)
+
+    async def main():
+        for i in range(6):
+            await branch.communicate(f"write {i}")
+
+    anyio.run(main)
+    cost = session.cost()
+    expected = estimate_tokens(text)
+    assert expected > 2500
+    assert cost.output_tokens == 6 * expected  # not 6 * the placeholder 1
+    usage = branch.messages[-1].metadata["usage"]
+    assert usage["estimated"] is True and usage["input_tokens"] == 20
+    assert all(row["estimated"] for row in session.costs())
+
+
+def test_an_anthropic_stream_with_its_final_usage_keeps_the_reported_count(http_fake):
+    events = stream_without_message_delta("Hello there.")
+    delta = {
+        "type": "message_delta",
+        "delta": {"stop_reason": "end_turn"},
+        "usage": {"output_tokens": 7},
+    }
+    events.insert(-1, f"event: message_delta\ndata: {json.dumps(delta)}")
+    http_fake.push_sse(events)
+    branch = Session().default_branch
+    branch.chat_model = anthropic_model(http_fake, stream=True)
+    anyio.run(branch.communicate, "hi")
+    usage = branch.messages[-1].metadata["usage"]
+    assert usage["output_tokens"] == 7 and "estimated" not in usage
+
+
+# -- budget limits ----------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "value",
+    [math.nan, math.inf, -math.inf, -1, -0.01, 10**400],
+    ids=["nan", "inf", "-inf", "-1", "-0.01", "10**400"],
+)
+@pytest.mark.parametrize("name", ["usd", "tokens"])
+def test_a_budget_limit_that_is_not_a_finite_number_at_least_zero_is_refused(name, value):
+    with pytest.raises(ConfigurationError, match=f"Budget\\({name}="):
+        Budget(**{name: value})
+    budget = Budget(usd=1.0, tokens=1000)
+    with pytest.raises(ConfigurationError, match=f"Budget\\({name}="):
+        setattr(budget, name, value)  # raising a limit later is checked the same way
+    assert (budget.usd, budget.tokens) == (1.0, 1000)
+
+
+def test_a_budget_of_nan_dollars_given_as_a_number_is_refused():
+    with pytest.raises(ConfigurationError):
+        Budget.of(math.nan)
+
+
+# -- the ledger's hooks -----------------------------------------------------------------------------
+def test_a_failing_ledger_hook_is_logged_and_never_breaks_the_call(http_fake, caplog):
+    thousand = openai_completion("ok", prompt_tokens=1000, completion_tokens=1000)
+    http_fake.routes.append(
+        lambda rec: Script(body=thousand) if rec.path.endswith("/chat/completions") else None
+    )
+    seen = []
+
+    def broken(branch, session, usd, tokens):
+        raise RuntimeError("a broken hook")
+
+    def counting(branch, session, usd, tokens):
+        seen.append(usd)
+
+    AFTER_RECORD[:0] = [broken]
+    AFTER_RECORD.append(counting)
+    try:
+        session = Session()
+        branch = session.default_branch
+        branch.chat_model = openai_model(http_fake)
+        branch.budget = Budget(usd=0.03, warn_at=None)
+        with caplog.at_level(logging.WARNING, logger="lion_nb.ledger"):
+            done, errors = chats_until_stopped(branch, 10)
+    finally:
+        AFTER_RECORD.remove(broken)
+        AFTER_RECORD.remove(counting)
+    # every call went through and was counted by the hooks after the broken one ...
+    assert seen == [pytest.approx(0.01)] * 3
+    assert "a broken hook" in caplog.text
+    # ... and the budget's own refusal still stops the call that would cross it
+    assert done == 3 and isinstance(errors[-1], BudgetExceeded)
+
+
+def test_a_budget_refusal_raised_by_a_hook_still_stops_the_call(http_fake):
+    http_fake.routes.append(
+        lambda rec: (
+            Script(body=openai_completion("ok")) if rec.path.endswith("/chat/completions") else None
+        )
+    )
+
+    def refusing(branch, session, usd, tokens):
+        raise BudgetExceeded("stop here")
+
+    AFTER_RECORD.append(refusing)
+    try:
+        branch = Session().default_branch
+        branch.chat_model = openai_model(http_fake)
+        with pytest.raises(BudgetExceeded, match="stop here"):
+            anyio.run(branch.communicate, "hi")
+    finally:
+        AFTER_RECORD.remove(refusing)
