@@ -362,3 +362,24 @@ def test_a_budget_refusal_raised_by_a_hook_still_stops_the_call(http_fake):
             anyio.run(branch.communicate, "hi")
     finally:
         AFTER_RECORD.remove(refusing)
+
+
+# -- a ledger rebuilt from stored messages ------------------------------------------------------------
+@pytest.mark.parametrize("stored", [math.nan, -math.inf, -100.0, math.inf, "0.5", True])
+def test_a_stored_price_that_is_not_a_finite_number_at_least_zero_is_rebuilt_as_unpriced(stored):
+    """A session file written elsewhere (or edited) is read back with the same rule: a bad
+    price is not added, it makes the call unpriced, so a dollar budget fails closed."""
+    session = Session()
+    branch = session.default_branch
+    usage = {"input_tokens": -5000, "output_tokens": 10, "cache_read_tokens": math.nan}
+    for price in (0.01, stored):
+        branch.msgs.add_message(
+            assistant_response="ok", metadata={"usage": usage, "cost_usd": price, "model": "m"}
+        )
+    cost = branch.cost()
+    assert cost.calls == 2 and cost.usd is None and cost.unpriced_calls == 1
+    assert (cost.input_tokens, cost.output_tokens, cost.cache_read_tokens) == (0, 20, 0)
+    session.budget = Budget(usd=1.0)
+    branch.chat_model = iModel(provider="offline", model="auto")
+    with pytest.raises(ConfigurationError, match="had no price"):
+        anyio.run(branch.communicate, "hi")
