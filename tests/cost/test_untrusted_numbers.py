@@ -383,3 +383,30 @@ def test_a_stored_price_that_is_not_a_finite_number_at_least_zero_is_rebuilt_as_
     branch.chat_model = iModel(provider="offline", model="auto")
     with pytest.raises(ConfigurationError, match="had no price"):
         anyio.run(branch.communicate, "hi")
+
+
+@pytest.mark.parametrize("reported", [math.nan, -1.0, 10**400], ids=["nan", "-1", "10**400"])
+def test_any_cli_runs_reported_cost_goes_through_the_ledgers_check(reported):
+    from lion_nb.models.stream import StreamChunk
+
+    result = StreamChunk(
+        type="result",
+        metadata={"usage": {"input_tokens": 5, "output_tokens": 2}, "cost_usd": reported},
+    )
+    model = iModel(
+        provider="offline_cli",
+        model="scripted",
+        turns=[[{"type": "text", "content": "hi"}, result.model_dump()]],
+    )
+    branch = Session().default_branch
+    branch.chat_model = model
+
+    async def main():
+        async for _ in branch.run("go"):
+            pass
+
+    with pytest.warns(UserWarning, match="reported a cost of"):
+        anyio.run(main)
+    cost = branch.cost()
+    assert cost.usd == 0.0 and cost.input_tokens == 5  # the offline agent is free
+    assert branch.messages[-1].metadata["cost_usd"] == 0.0
