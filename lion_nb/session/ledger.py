@@ -275,6 +275,19 @@ def _owner(branch: Branch) -> Session | None:
     return session
 
 
+def _unpriced(pricer: Any, usage: Any, priced: Any) -> float | None:
+    """A computed price kept only if it is a finite number >= 0 (else unpriced, warned)."""
+    usd = finite_usd(priced)
+    if usd is None:
+        warnings.warn(
+            f"`{pricer.label}`: the usage {usage!r:.80} prices at {priced!r:.40}; the call is "
+            "counted as unpriced.",
+            UserWarning,
+            stacklevel=3,
+        )
+    return usd
+
+
 def record_call(
     branch: Branch,
     imodel: Any,
@@ -287,9 +300,8 @@ def record_call(
     ``usd`` is a price the provider reported (a CLI agent's own figure); one that is not a
     finite number >= 0 is refused with a warning, and the usage is priced instead."""
     pricer = imodel.pricer
-    reported = None if usd is _MISSING else usd
-    if reported is not None:
-        usd = finite_usd(reported)
+    if usd is not _MISSING and usd is not None:
+        reported, usd = usd, finite_usd(usd)
         if usd is None:
             warnings.warn(
                 f"`{pricer.label}` reported a cost of {reported!r:.40}, not a finite number of "
@@ -297,19 +309,14 @@ def record_call(
                 UserWarning,
                 stacklevel=2,
             )
-    if usd is _MISSING or (usd is None and reported is not None):
+            usd = _MISSING
+    if usd is _MISSING:
         try:
-            priced = pricer.cost(usage)
+            usd = pricer.cost(usage)
         except (TypeError, ValueError, OverflowError):  # a usage no normalizer made
-            priced = math.nan
-        usd = finite_usd(priced)
-        if usd is None and priced is not None:
-            warnings.warn(
-                f"`{pricer.label}`: the usage {usage!r:.80} prices at {priced!r:.40}; the call "
-                "is counted as unpriced.",
-                UserWarning,
-                stacklevel=2,
-            )
+            usd = math.nan
+        if usd is not None and not (usd.__class__ is float and 0.0 <= usd < math.inf):
+            usd = _unpriced(pricer, usage, usd)
     if usd is not None and discount != 1.0:
         usd *= discount
     private = branch.__pydantic_private__
