@@ -7,17 +7,26 @@ under ``raw``. A usage the server did not report (a streamed answer from llama-c
 server sends none) is estimated from the request and the answer and marked
 ``"estimated": True``: a budget needs a figure for every call, and a silent zero would let
 spend run past it.
+
+A provider's numbers are not trusted (ADR-0107, D7): a count that is not a whole number from 0
+to `MAX_TOKENS`, or a cached part larger than the prompt it is part of, is refused here
+(``ValueError``, which an HTTP endpoint turns into a `ProviderError`), and a reported price is
+used only when it is a finite number of dollars >= 0 (`finite_usd`). So no call is ever
+priced below zero, and no NaN or infinity reaches the ledger.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 __all__ = [
+    "MAX_TOKENS",
     "USAGE_KEYS",
     "anthropic_usage",
     "ensure_usage",
     "estimated_usage",
+    "finite_usd",
     "openai_usage",
     "token_count",
     "usage_dict",
@@ -33,13 +42,35 @@ USAGE_KEYS = (
 )
 
 
+#: more tokens than any call has: a count above it is a provider's error (and keeps every
+#: price a float that a budget can compare)
+MAX_TOKENS = 2**53
+
+
 def token_count(name: str, value: Any) -> int:
-    """A usage count as an int (``None``: 0); ``ValueError`` naming it when not a number."""
+    """A usage count as an int (``None``: 0); ``ValueError`` naming it when it is not a
+    number from 0 to `MAX_TOKENS` (NaN and infinities are not)."""
     if value is None:
         return 0
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ValueError(f"the usage count `{name}` is {value!r:.40}, not a number")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"the usage count `{name}` is {value!r}, not a finite number")
+    if not 0 <= value <= MAX_TOKENS:
+        raise ValueError(f"the usage count `{name}` is {value!r:.40}, not a count of tokens")
     return int(value)
+
+
+def finite_usd(usd: Any) -> float | None:
+    """A reported price as dollars when it is a finite number >= 0, else ``None``."""
+    if isinstance(usd, (int, float)) and not isinstance(usd, bool):
+        try:
+            usd = float(usd)
+        except OverflowError:  # an int too large for a float
+            return None
+        if math.isfinite(usd) and usd >= 0:
+            return usd
+    return None
 
 
 def usage_dict(
@@ -78,12 +109,18 @@ def openai_usage(raw: Any) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raise ValueError(f"`usage` is a {type(raw).__name__}, not an object")
     total = raw.get("total_tokens")
+    prompt = token_count("input tokens", raw.get("prompt_tokens"))
+    cached = token_count(
+        "cached_tokens", _details(raw, "prompt_tokens_details").get("cached_tokens")
+    )
+    if cached > prompt:  # the cached part of a prompt cannot be larger than the prompt
+        raise ValueError(
+            f"the usage count `cached_tokens` ({cached}) is more than `prompt_tokens` ({prompt})"
+        )
     return usage_dict(
-        token_count("input tokens", raw.get("prompt_tokens")),
+        prompt,
         token_count("output tokens", raw.get("completion_tokens")),
-        cache_read=token_count(
-            "cached_tokens", _details(raw, "prompt_tokens_details").get("cached_tokens")
-        ),
+        cache_read=cached,
         reasoning=token_count(
             "reasoning_tokens", _details(raw, "completion_tokens_details").get("reasoning_tokens")
         ),

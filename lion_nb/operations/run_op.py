@@ -405,8 +405,8 @@ class _Turn:
         """The run's price in the ledger: the agent's own figure when it reports one."""
         from ..session.ledger import record_call
 
-        if isinstance(reported, (int, float)) and not isinstance(reported, bool):
-            return record_call(self.branch, self.imodel, self.usage, usd=float(reported))
+        if reported is not None:  # checked by the ledger: a bad figure gives way to the usage
+            return record_call(self.branch, self.imodel, self.usage, usd=reported)
         return record_call(self.branch, self.imodel, self.usage)
 
     def flush(self, incomplete: str | None = None) -> list[RoledMessage]:

@@ -6,8 +6,10 @@ finds in assistant text (`StructuredOutput`, or a plain `Signal` whose payload i
 `CapabilityViolation` / `EmissionRejected`). Observers subscribe by type; a subscription to a
 payload type (``CapabilityViolation``) matches signals carrying that payload.
 
-`emit_safely` is the only way signals reach observers: each callback's error is logged and
-swallowed, so an observer can never change an operation's result.
+`deliver` is the only way signals (and a run's changes, `Observers`) reach observers, and
+`emit_safely` the way to deliver one signal to many: each callback's error is logged and
+swallowed, so an observer can never change an operation's result nor keep the next observer
+from its signal.
 
 A Session keeps no history of its signals; whoever records them (the notebook layer, for its
 Session) can offer them with `keep_history`, so that a view built later (`SignalLog`) starts
@@ -33,9 +35,11 @@ __all__ = [
     "RunStart",
     "Signal",
     "StructuredOutput",
+    "deliver",
     "emit_safely",
     "keep_history",
     "recent_signals",
+    "settle",
 ]
 
 logger = logging.getLogger("lion_nb.signals")
@@ -134,12 +138,43 @@ class EmissionRejected(BaseModel):
     block: dict | None = None
 
 
+def deliver(
+    callback: Any, subject: Any, log: logging.Logger = logger, failure: str | None = None
+) -> Any:
+    """``callback(subject)``, its error logged to ``log`` (as ``failure`` when given) and
+    swallowed. Returns what the callback returned: an awaitable goes to `settle`."""
+    try:
+        return callback(subject)
+    except Exception:
+        _failed(callback, subject, log, failure)
+        return None
+
+
+async def settle(
+    awaitable: Any,
+    callback: Any,
+    subject: Any,
+    log: logging.Logger = logger,
+    failure: str | None = None,
+) -> None:
+    """Await what an async ``callback`` returned, its error logged and swallowed."""
+    try:
+        await awaitable
+    except Exception:
+        _failed(callback, subject, log, failure)
+
+
+def _failed(callback: Any, subject: Any, log: logging.Logger, failure: str | None) -> None:
+    if failure is not None:
+        log.warning(failure, exc_info=True)
+    else:
+        kind = getattr(subject, "kind", None) or type(subject).__name__
+        log.warning("observer %r failed on %s", callback, kind, exc_info=True)
+
+
 async def emit_safely(callbacks: list[Any], signal: Signal) -> None:
     """Call each callback (sync or async) with ``signal``; log and swallow their errors."""
     for callback in list(callbacks):
-        try:
-            result = callback(signal)
-            if inspect.isawaitable(result):
-                await result
-        except Exception:
-            logger.warning("observer %r failed on %s", callback, signal.kind, exc_info=True)
+        result = deliver(callback, signal)
+        if inspect.isawaitable(result):
+            await settle(result, callback, signal)

@@ -21,6 +21,7 @@ can end up to ``concurrency - 1`` calls past its cap.
 from __future__ import annotations
 
 import contextvars
+import math
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -49,27 +50,40 @@ class Budget:
     """A cap on spend: ``usd`` dollars and/or ``tokens`` (input plus output); ``warn_at`` is
     the share of a limit at which one warning is given. Raise a limit by assigning to it."""
 
-    __slots__ = ("_warned", "tokens", "usd", "warn_at")
+    __slots__ = ("_tokens", "_usd", "_warned", "warn_at")
 
     def __init__(
         self, usd: float | None = None, tokens: int | None = None, warn_at: float | None = 0.8
     ):
-        for name, value in (("usd", usd), ("tokens", tokens)):
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0
-            ):
-                raise ConfigurationError(
-                    f"`Budget({name}={value!r:.40})`: give a number >= 0, or None for no limit."
-                )
         if warn_at is not None and not (isinstance(warn_at, (int, float)) and 0 < warn_at <= 1):
             raise ConfigurationError(
                 f"`Budget(warn_at={warn_at!r:.40})`: give a share between 0 and 1, or None."
             )
-        self.usd = None if usd is None else float(usd)
+        self.usd = usd
         self.tokens = tokens
         self.warn_at = warn_at
         self._warned = False
         _MADE[0] = True
+
+    @property
+    def usd(self) -> float | None:
+        """The dollar limit (``None``: none)."""
+        return self._usd
+
+    @usd.setter
+    def usd(self, value: float | None) -> None:
+        _check_limit("usd", value)
+        self._usd = None if value is None else float(value)
+
+    @property
+    def tokens(self) -> int | None:
+        """The token limit, input plus output (``None``: none)."""
+        return self._tokens
+
+    @tokens.setter
+    def tokens(self, value: int | None) -> None:
+        _check_limit("tokens", value)
+        self._tokens = value
 
     @classmethod
     def of(cls, value: Any) -> Budget | None:
@@ -88,6 +102,23 @@ class Budget:
         if self.tokens is not None:
             parts.append(f"tokens={self.tokens!r}")
         return f"Budget({', '.join(parts)})"
+
+
+def _check_limit(name: str, value: Any) -> None:
+    """A limit is a finite number >= 0: NaN compares false with everything, so a NaN limit
+    would never stop a call, and an infinite one is no limit (that is ``None``)."""
+    if value is None:
+        return
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or (isinstance(value, float) and not math.isfinite(value))
+        or value < 0
+        or value > 1e300  # past what a float holds: no limit a call could reach
+    ):
+        raise ConfigurationError(
+            f"`Budget({name}={value!r:.40})`: give a finite number >= 0, or None for no limit."
+        )
 
 
 class Meter:

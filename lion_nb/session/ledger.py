@@ -9,18 +9,28 @@ kernel restart -- the store keeps the messages, and a restored branch rebuilds i
 from them once, when first asked. Copies of messages (a clone's history) are not counted
 again: they were paid for by the branch they came from.
 
+Numbers from a provider are not trusted (ADR-0107, D7): a row's counts are never below zero,
+and a price that is not a finite number >= 0 -- a CLI agent's own figure, or one stored in a
+message -- is never added: a reported one gives way to the model's price of the usage, a
+stored one is counted as unpriced (so a dollar budget fails closed).
+
 A call the ledger never saw (one of an earlier kernel whose answer was not recorded, a
 `chat` whose result was dropped) is not in a restored ledger.
 """
 
 from __future__ import annotations
 
+import logging
+import math
 import operator
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
+from ..errors import LionError
+from ..models.usage import finite_usd
 from ._live import SESSIONS
 
 if TYPE_CHECKING:
@@ -30,6 +40,7 @@ if TYPE_CHECKING:
 __all__ = ["Cost", "CostRows", "Ledger", "branch_ledger", "record_call", "session_ledger"]
 
 _MISSING: Any = object()
+log = logging.getLogger("lion_nb.ledger")
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,7 +187,12 @@ class Ledger:
 
 
 def _count(value: Any) -> int:
-    return value if type(value) is int else int(value) if isinstance(value, float) else 0
+    """A row's count: a whole number >= 0 (anything else, NaN and infinities too, is 0)."""
+    if type(value) is int:
+        return max(value, 0)
+    if isinstance(value, float) and math.isfinite(value):
+        return max(int(value), 0)
+    return 0
 
 
 _COUNTS_OF = operator.itemgetter(*_COUNTS)
@@ -192,7 +208,10 @@ def _row(branch_id: str, model: str, usage: Any, usd: float | None, when: float)
     except KeyError:
         g = usage.get
         inp, out, read, write, reason = (g(k) for k in _COUNTS)
-    if not (type(inp) is type(out) is type(read) is type(write) is type(reason) is int):
+    if (
+        not (type(inp) is type(out) is type(read) is type(write) is type(reason) is int)
+        or (inp | out | read | write | reason) < 0  # any of them negative
+    ):
         inp, out, read, write, reason = map(_count, (inp, out, read, write, reason))
     return (when, branch_id, model, inp, out, read, write, reason, usd, "estimated" in usage)
 
@@ -207,10 +226,7 @@ def branch_ledger(branch: Branch) -> Ledger:
             meta = message.metadata
             if "cost_usd" not in meta or meta.get("clone_from") or "usage" not in meta:
                 continue
-            usd = meta["cost_usd"]
-            usd = (
-                float(usd) if isinstance(usd, (int, float)) and not isinstance(usd, bool) else None
-            )
+            usd = finite_usd(meta["cost_usd"])
             when = getattr(message, "created_at", None) or time.time()
             model = str(meta.get("model") or "?")
             ledger.add(_row(ledger.branch_id, model, meta["usage"], usd, when))
@@ -259,6 +275,19 @@ def _owner(branch: Branch) -> Session | None:
     return session
 
 
+def _unpriced(pricer: Any, usage: Any, priced: Any) -> float | None:
+    """A computed price kept only if it is a finite number >= 0 (else unpriced, warned)."""
+    usd = finite_usd(priced)
+    if usd is None:
+        warnings.warn(
+            f"`{pricer.label}`: the usage {usage!r:.80} prices at {priced!r:.40}; the call is "
+            "counted as unpriced.",
+            UserWarning,
+            stacklevel=3,
+        )
+    return usd
+
+
 def record_call(
     branch: Branch,
     imodel: Any,
@@ -268,10 +297,26 @@ def record_call(
     discount: float = 1.0,
 ) -> float | None:
     """Account for one model call of ``branch``; returns its price (``None``: unpriced).
-    ``usd`` is a price the provider reported (a CLI agent's own figure)."""
+    ``usd`` is a price the provider reported (a CLI agent's own figure); one that is not a
+    finite number >= 0 is refused with a warning, and the usage is priced instead."""
     pricer = imodel.pricer
-    if usd is _MISSING or (usd is not None and not isinstance(usd, (int, float))):
-        usd = pricer.cost(usage)
+    if usd is not _MISSING and usd is not None:
+        reported, usd = usd, finite_usd(usd)
+        if usd is None:
+            warnings.warn(
+                f"`{pricer.label}` reported a cost of {reported!r:.40}, not a finite number of "
+                "dollars >= 0: the call is priced from its usage instead.",
+                UserWarning,
+                stacklevel=2,
+            )
+            usd = _MISSING
+    if usd is _MISSING:
+        try:
+            usd = pricer.cost(usage)
+        except (TypeError, ValueError, OverflowError):  # a usage no normalizer made
+            usd = math.nan
+        if usd is not None and not (usd.__class__ is float and 0.0 <= usd < math.inf):
+            usd = _unpriced(pricer, usage, usd)
     if usd is not None and discount != 1.0:
         usd *= discount
     private = branch.__pydantic_private__
@@ -284,5 +329,10 @@ def record_call(
         if mine is not None:
             mine.add(row)
     for hook in AFTER_RECORD:
-        hook(branch, session, usd, row[3] + row[4])
+        try:
+            hook(branch, session, usd, row[3] + row[4])
+        except (LionError, Warning):  # a budget's own refusal or warning stops the call
+            raise
+        except Exception:  # a broken hook must not break the call it accounts for
+            log.warning("the ledger hook %r failed", hook, exc_info=True)
     return usd

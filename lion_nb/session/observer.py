@@ -2,6 +2,7 @@
 
 A subscription to a `Signal` subclass matches that class and its subclasses; a subscription
 to a payload type (``CapabilityViolation``) matches signals whose ``payload`` is one.
+Every callback is called through `deliver` (`lion_nb.protocols.signals`), which isolates it.
 Synchronous callbacks run at once when a signal is dispatched; asynchronous ones run as
 tasks that the branch drains before it reports a run's end. A callback that cannot be
 called with the signal as its one argument (``def cb(signal, ctx)``) is refused with a
@@ -16,7 +17,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from ..protocols.signals import Signal
+from ..protocols.signals import Signal, deliver, emit_safely, settle
 
 __all__ = ["Observers", "SignalBus", "Subscription"]
 
@@ -44,10 +45,7 @@ class Observers(list):
 
     def notify(self, run: Any) -> None:
         for callback in list(self):
-            try:
-                callback(run)
-            except Exception:
-                self._log.warning(self._failure, exc_info=True)
+            deliver(callback, run, self._log, self._failure)
 
 
 class Subscription:
@@ -100,31 +98,21 @@ class SignalBus:
 
     async def emit(self, signal: Signal) -> None:
         """Deliver ``signal`` and wait for every callback (errors logged, swallowed)."""
-        for callback in self._matching(signal):
-            try:
-                result = callback(signal)
-                if inspect.isawaitable(result):
-                    await result
-            except Exception:
-                logger.warning("observer %r failed on %s", callback, signal.kind, exc_info=True)
+        await emit_safely(self._matching(signal), signal)
 
     def dispatch(self, signal: Signal) -> asyncio.Task | None:
         """Deliver now to sync callbacks; start a task for async ones (returned, to drain)."""
         pending = []
         for callback in self._matching(signal):
-            try:
-                result = callback(signal)
-            except Exception:
-                logger.warning("observer %r failed on %s", callback, signal.kind, exc_info=True)
-                continue
+            result = deliver(callback, signal)
             if inspect.isawaitable(result):
-                pending.append(result)
+                pending.append((result, callback))
         if not pending:
             return None
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
-            for awaitable in pending:  # no loop: nothing can run it; do not leak a warning
+            for awaitable, _ in pending:  # no loop: nothing can run it; do not leak a warning
                 close = getattr(awaitable, "close", None)
                 if close:
                     close()
@@ -152,9 +140,6 @@ def _check_takes_one(callback: Callable[..., Any]) -> None:
         ) from None
 
 
-async def _await_all(pending: list[Any], signal: Signal) -> None:
-    for awaitable in pending:
-        try:
-            await awaitable
-        except Exception:
-            logger.warning("observer failed on %s", signal.kind, exc_info=True)
+async def _await_all(pending: list[tuple[Any, Any]], signal: Signal) -> None:
+    for awaitable, callback in pending:
+        await settle(awaitable, callback, signal)

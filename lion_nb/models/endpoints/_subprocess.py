@@ -229,11 +229,15 @@ def as_list(value: Any) -> list[Any]:
 
 
 def count(value: Any) -> int:
-    """A token count from a CLI: a number (or numeric text) as an int, anything else 0."""
+    """A token count from a CLI: a number (or numeric text) as an int from 0 to
+    `MAX_TOKENS`, anything else (NaN, an infinity) 0. A run has happened by the time its
+    counts arrive, so a bad one is clamped rather than refused."""
+    from ..usage import MAX_TOKENS
+
     if isinstance(value, bool):
         return 0
     try:
-        return max(0, int(value or 0))
+        return min(max(0, int(value or 0)), MAX_TOKENS)
     except (TypeError, ValueError, OverflowError):
         return 0
 
@@ -255,11 +259,21 @@ def normalized_usage(
 
     inp = count(input_tokens)
     out = count(output_tokens)
+    read, write = count(cache_read), count(cache_write)
+    if read + write > inp:  # cached parts larger than the whole: priced below nothing
+        log.warning(
+            "a CLI reported %d cached input tokens of %d in all; counted as %d",
+            read + write,
+            inp,
+            inp,
+        )
+        read = min(read, inp)
+        write = inp - read if read + write > inp else write
     usage = usage_dict(
         inp,
         out,
-        cache_read=count(cache_read),
-        cache_write=count(cache_write),
+        cache_read=read,
+        cache_write=write,
         reasoning=count(reasoning),
         total=count(total) or inp + out,
         raw=raw,

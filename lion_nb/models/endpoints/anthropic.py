@@ -215,10 +215,13 @@ class AnthropicEndpoint(HTTPEndpoint):
         usage = data.get("usage") or {}
         if not isinstance(usage, dict):
             raise ValueError(f"`usage` is a {type(usage).__name__}, not an object")
+        usage = anthropic_usage(usage)
+        if data.pop(_ESTIMATED, False) and usage:
+            usage["estimated"] = True  # the output was counted here, not by the API
         return ModelResponse(
             text=text,
             tool_calls=calls,
-            usage=anthropic_usage(usage),
+            usage=usage,
             raw=data,
             model=data.get("model") or self.model,
             finish_reason=finish,
@@ -436,6 +439,7 @@ class _MessageStream:
         self.partial_json: dict[int, list[str]] = {}
         self.text: list[str] = []
         self.done = False
+        self.counted = False  # whether a `message_delta` reported the output's usage
 
     @property
     def partial_text(self) -> str:
@@ -467,7 +471,9 @@ class _MessageStream:
         elif kind == "message_delta":
             delta = data.get("delta") or {}
             self.message.update({k: v for k, v in delta.items() if k.startswith("stop_")})
-            self.usage.update({k: v for k, v in (data.get("usage") or {}).items() if v is not None})
+            usage = data.get("usage") or {}
+            self.usage.update({k: v for k, v in usage.items() if v is not None})
+            self.counted = self.counted or usage.get("output_tokens") is not None
         elif kind == "message_stop":
             self.done = True
             return True
@@ -519,4 +525,29 @@ class _MessageStream:
         for index in list(self.partial_json):
             self._close_block(index)
         content = [self.blocks[i] for i in sorted(self.blocks)]
-        return {**self.message, "content": content, "usage": self.usage}
+        message = {**self.message, "content": content, "usage": self.usage}
+        if not self.counted:
+            message[_ESTIMATED] = True
+            message["usage"] = {**self.usage, "output_tokens": _estimated_output(content)}
+        return message
+
+
+#: the key by which `_MessageStream.finish` marks an answer whose output was not counted by
+#: the API (no `message_delta` usage came); taken off the message before it is read
+_ESTIMATED = "_lion_nb_estimated_output"
+
+
+def _estimated_output(content: list[dict[str, Any]]) -> int:
+    """The output tokens of a streamed answer whose final usage never came, estimated from
+    what was received: ``message_start`` counts only a placeholder (``output_tokens: 1``),
+    and a ledger that kept it would undercount every such call by its whole answer."""
+    from ...tokens import estimate_tokens
+
+    total = 0
+    for block in content:
+        for key in ("text", "thinking"):
+            if isinstance(block.get(key), str):
+                total += estimate_tokens(block[key])
+        if block.get("type") == "tool_use":
+            total += estimate_tokens(block.get("input") or {}) + 3
+    return total

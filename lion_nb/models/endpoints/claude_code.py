@@ -18,10 +18,12 @@ not the run.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, ClassVar
 
 from ...errors import ConfigurationError
 from ..stream import StreamChunk
+from ..usage import finite_usd
 from ._subprocess import (
     ChunkTranslator,
     SubprocessCLIEndpoint,
@@ -52,6 +54,20 @@ def _usage(raw: Any) -> dict[str, Any]:
         cache_write=written,
         cached_input_tokens=cached,
     )
+
+
+def _reported_cost(value: Any) -> float | None:
+    """The run's ``total_cost_usd`` when it is a finite number of dollars >= 0; else a
+    warning and ``None``, so that the ledger prices the run from its usage."""
+    usd = finite_usd(value)
+    if usd is None and value is not None:
+        warnings.warn(
+            f"`claude` reported `total_cost_usd` {value!r:.40}, not a finite number of dollars "
+            ">= 0: the run is priced from its usage instead.",
+            UserWarning,
+            stacklevel=2,
+        )
+    return usd
 
 
 def _content_blocks(content: Any) -> list[dict[str, Any]]:
@@ -181,7 +197,7 @@ class _ClaudeTranslator(ChunkTranslator):
             "session_id": event.get("session_id"),
             "subtype": event.get("subtype"),
             "usage": _usage(event.get("usage")),
-            "cost_usd": event.get("total_cost_usd"),
+            "cost_usd": _reported_cost(event.get("total_cost_usd")),
             "num_turns": event.get("num_turns"),
             "duration_ms": event.get("duration_ms"),
             "duration_api_ms": event.get("duration_api_ms"),
