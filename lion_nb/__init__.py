@@ -13,7 +13,10 @@ from ._lazy import lazy_exports
 
 __version__ = "0.1.0"
 
-# name -> module that defines it, grouped as in DESIGN.md
+# The one list of public names: name -> module that defines it, grouped as in DESIGN.md. It
+# drives ``__getattr__``, ``__dir__`` and ``__all__``; the TYPE_CHECKING block at the end
+# repeats it for static checkers, which cannot read a dict (tests/test_public_api.py keeps
+# the two equal).
 _EXPORTS: dict[str, str] = {
     # conversation
     "Session": "lion_nb.session.session",
@@ -81,6 +84,7 @@ _EXPORTS: dict[str, str] = {
     "ExecutionError": "lion_nb.errors",
     "BudgetExceeded": "lion_nb.errors",
     "OperationError": "lion_nb.errors",
+    "ExtensionError": "lion_nb.errors",
     "ParseError": "lion_nb.errors",
     "ScriptExhaustedError": "lion_nb.errors",
     "MCPError": "lion_nb.errors",
@@ -117,54 +121,79 @@ def _evaluate(session, cases, prompt=None, **kwargs):  # type: ignore[no-untyped
     return evaluate(session, cases, prompt, **kwargs)
 
 
-if TYPE_CHECKING:  # static analysers see the real names
-    from ._sentinel import Undefined
-    from .context.convert import register_ai_repr
-    from .errors import *
-    from .models.imodel import iModel, iModelManager
-    from .models.stream import StreamChunk
-    from .operations.manager import OperationManager
-    from .operations.node import Operation
-    from .operations.types import (
-        ActionParam,
-        ChatParam,
-        InterpretParam,
-        Middle,
-        ParseParam,
-        RunParam,
-    )
-    from .protocols.actions import ActionManager, Tool
-    from .protocols.context_providers import (
-        ContextProvider,
-        ContextProviderRegistry,
-        ProviderReport,
-    )
-    from .protocols.element import Element
-    from .protocols.logs import DataLogger, DataLoggerConfig, Log
-    from .protocols.memory import InMemoryStore, MemoryStore
-    from .protocols.message_manager import MessageManager
-    from .protocols.messages import (
-        ActionRequest,
-        ActionResponse,
-        AssistantResponse,
-        Instruction,
-        MessageRole,
-        RoledMessage,
-        System,
-    )
-    from .protocols.pile import Pile
-    from .protocols.progression import Progression
-    from .protocols.signals import (
-        CapabilityViolation,
-        EmissionRejected,
-        MessageAdded,
-        RunEnd,
-        RunFailed,
-        RunStart,
-        Signal,
-        StructuredOutput,
-    )
-    from .session.branch import Branch
-    from .session.budget import Budget
-    from .session.ledger import Cost
-    from .session.session import Session
+if TYPE_CHECKING:  # the same names, spelled out for static checkers (a test keeps them equal)
+    from ._sentinel import Undefined as Undefined
+    from .context.convert import register_ai_repr as register_ai_repr
+    from .errors import AuthenticationError as AuthenticationError
+    from .errors import BadRequestError as BadRequestError
+    from .errors import BudgetExceeded as BudgetExceeded
+    from .errors import CLIError as CLIError
+    from .errors import ConfigurationError as ConfigurationError
+    from .errors import ContextWindowError as ContextWindowError
+    from .errors import ExecutionError as ExecutionError
+    from .errors import ExtensionError as ExtensionError
+    from .errors import ItemExistsError as ItemExistsError
+    from .errors import ItemNotFoundError as ItemNotFoundError
+    from .errors import LionError as LionError
+    from .errors import MCPError as MCPError
+    from .errors import NotFoundError as NotFoundError
+    from .errors import OperationError as OperationError
+    from .errors import OverloadedError as OverloadedError
+    from .errors import ParseError as ParseError
+    from .errors import PermissionDeniedError as PermissionDeniedError
+    from .errors import ProviderConnectionError as ProviderConnectionError
+    from .errors import ProviderError as ProviderError
+    from .errors import ProviderTimeoutError as ProviderTimeoutError
+    from .errors import QuotaExceededError as QuotaExceededError
+    from .errors import RateLimitError as RateLimitError
+    from .errors import ScriptExhaustedError as ScriptExhaustedError
+    from .errors import ServerError as ServerError
+    from .errors import StreamInterruptedError as StreamInterruptedError
+    from .mcp.server import MCPServer as MCPServer
+    from .models.imodel import iModel as iModel
+    from .models.imodel import iModelManager as iModelManager
+    from .models.stream import StreamChunk as StreamChunk
+    from .notebook.extension import load_ipython_extension as load_ipython_extension
+    from .notebook.extension import unload_ipython_extension as unload_ipython_extension
+    from .notebook.state.session import current_session as current_session
+    from .operations.manager import OperationManager as OperationManager
+    from .operations.node import Operation as Operation
+    from .operations.types import ActionParam as ActionParam
+    from .operations.types import ChatParam as ChatParam
+    from .operations.types import InterpretParam as InterpretParam
+    from .operations.types import Middle as Middle
+    from .operations.types import ParseParam as ParseParam
+    from .operations.types import RunParam as RunParam
+    from .protocols.actions import ActionManager as ActionManager
+    from .protocols.actions import Tool as Tool
+    from .protocols.context_providers import ContextProvider as ContextProvider
+    from .protocols.context_providers import ContextProviderRegistry as ContextProviderRegistry
+    from .protocols.context_providers import ProviderReport as ProviderReport
+    from .protocols.element import Element as Element
+    from .protocols.logs import DataLogger as DataLogger
+    from .protocols.logs import DataLoggerConfig as DataLoggerConfig
+    from .protocols.logs import Log as Log
+    from .protocols.memory import InMemoryStore as InMemoryStore
+    from .protocols.memory import MemoryStore as MemoryStore
+    from .protocols.message_manager import MessageManager as MessageManager
+    from .protocols.messages import ActionRequest as ActionRequest
+    from .protocols.messages import ActionResponse as ActionResponse
+    from .protocols.messages import AssistantResponse as AssistantResponse
+    from .protocols.messages import Instruction as Instruction
+    from .protocols.messages import MessageRole as MessageRole
+    from .protocols.messages import RoledMessage as RoledMessage
+    from .protocols.messages import System as System
+    from .protocols.pile import Pile as Pile
+    from .protocols.progression import Progression as Progression
+    from .protocols.signals import CapabilityViolation as CapabilityViolation
+    from .protocols.signals import EmissionRejected as EmissionRejected
+    from .protocols.signals import MessageAdded as MessageAdded
+    from .protocols.signals import RunEnd as RunEnd
+    from .protocols.signals import RunFailed as RunFailed
+    from .protocols.signals import RunStart as RunStart
+    from .protocols.signals import Signal as Signal
+    from .protocols.signals import StructuredOutput as StructuredOutput
+    from .session.branch import Branch as Branch
+    from .session.budget import Budget as Budget
+    from .session.ledger import Cost as Cost
+    from .session.session import Session as Session

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
+
+from tests.fakes import loopback_only
 
 _PROVIDER_VARS = ("LION_CHAT_PROVIDER", "LION_CHAT_MODEL")
 
@@ -23,6 +26,23 @@ def _offline_by_default(monkeypatch: pytest.MonkeyPatch, tmp_path_factory) -> No
     monkeypatch.setenv("LION_HOME", str(tmp_path_factory.getbasetemp() / "lion_home"))
     # the session store (autosave, run buffers, log dumps) never lands in the repository
     monkeypatch.setenv("LION_NB_STORE", str(tmp_path_factory.mktemp("store") / ".lion_nb"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _loopback_only():
+    """No test reaches past this machine: connections and look-ups outside the loopback
+    range fail at once with the address named (`tests.fakes.loopback_only`). The Python
+    processes the tests start (kernels, fake CLIs, servers) get the same guard through a
+    ``sitecustomize`` put first on their PYTHONPATH."""
+    installed = loopback_only.install()
+    site = str(Path(__file__).parent / "fakes" / "loopback_site")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(
+            "PYTHONPATH", os.pathsep.join(filter(None, [site, os.environ.get("PYTHONPATH")]))
+        )
+        yield
+    if installed:
+        loopback_only.uninstall()
 
 
 @pytest.fixture(scope="session", autouse=True)
