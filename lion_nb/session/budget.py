@@ -234,6 +234,8 @@ def check_budgets(branch: Branch, imodel: Any, request: Any) -> None:
         max_tokens = _fitting_output(applying, imodel, est_in, label)
         if max_tokens is not None:
             request.options = {**(request.options or {}), "max_tokens": max_tokens}
+        else:  # unbounded: at least the least output a call is started with must fit
+            max_tokens = MIN_OUTPUT
     worst_usd: float | None = None
     for budget, where, spend in applying:
         usd, tokens, unpriced = _spent(spend)
