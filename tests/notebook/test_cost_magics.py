@@ -95,6 +95,15 @@ def test_a_session_made_later_gets_the_session_budget(nb):
     assert current_session().budget.usd == 0.5
 
 
+@pytest.fixture
+def http_fake():
+    """A real provider server on 127.0.0.1 for the test."""
+    from tests.fakes.http_server import FakeProvider
+
+    with FakeProvider() as fake:
+        yield fake
+
+
 HTTP_SETUP = """
 from lion_nb import iModel
 # a dollar per thousand output tokens: a server writing 5,000 tokens would spend $5
@@ -160,6 +169,3 @@ def test_lion_cost_marks_estimated_rows(ip, http_fake):
     (row,) = [r for r in table.rows if r["model"] == "openai/gpt-4o-mini"]
     assert row["calls"] == "1 (1 estimated)" and row["usd"].startswith("≈$")
     assert "estimated" in table.title
-
-
-from tests.fakes.provider_fixtures import http_fake  # noqa: E402,F401  (a real loopback server)

@@ -57,8 +57,6 @@ def _models(magics: Any, args: Any) -> Table:
 
 @command("cost", "What the session's model calls cost, by branch and model.")
 def _cost(magics: Any, args: Any) -> Table:
-    from ...session.ledger import format_usd
-
     session = magics.state.session
     groups: dict[tuple[str, str], dict[str, Any]] = {}
     for row in session.costs():
