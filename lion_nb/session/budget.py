@@ -38,7 +38,17 @@ if TYPE_CHECKING:
     from .branch import Branch
     from .session import Session
 
-__all__ = ["Budget", "BudgetWarning", "Meter", "after_call", "budget_scope", "check_budgets"]
+__all__ = [
+    "Budget",
+    "BudgetWarning",
+    "Meter",
+    "after_call",
+    "budget_scope",
+    "check_budgets",
+    "estimate_input",
+    "fitting_requests",
+    "note_usage",
+]
 
 
 #: whether any `Budget` was made in this process: until one is, no call has a budget to check
@@ -272,6 +282,82 @@ def check_budgets(branch: Branch, imodel: Any, request: Any) -> None:
                 limit="tokens",
                 needed=est_in + (max_tokens or 0),
             )
+
+
+def fitting_requests(
+    branch: Branch,
+    imodel: Any,
+    requests: list[Any],
+    *,
+    session: Any = None,
+    pricer: Any = None,
+    meter: Any = None,
+) -> tuple[int, BudgetExceeded | None]:
+    """How many of ``requests`` (in order) fit, all together, every budget over the calls of
+    ``branch``'s clones (its session's, a scope's) and ``meter``'s, by their worst cases (``pricer``: the batch's discounted price);
+    and the `BudgetExceeded` for the first that does not. A provider batch is checked whole
+    before it is submitted: once submitted, its calls cannot be stopped one by one."""
+    if not _MADE[0]:
+        return len(requests), None
+    if session is None and branch.__pydantic_private__.get("_owning_session_id") is not None:
+        session = _owner(branch)
+    # the items run on clones of ``branch``: its own budget is not theirs (as in a live run)
+    applying = [found for found in _applying(branch, session) if found[1] != "branch"]
+    if meter is not None and all(spend is not meter for _, _, spend in applying):
+        applying.append((meter.budget, meter.where, meter))
+    if not applying:
+        return len(requests), None
+    from ..tokens import estimate_message_tokens, estimate_tokens
+
+    pricer = pricer or imodel.pricer
+    label = f"{imodel.provider}/{imodel.model}"
+    defaults = getattr(imodel, "options", None) or {}
+    sum_usd, sum_tokens = 0.0, 0
+    for n, request in enumerate(requests):
+        est_in = estimate_message_tokens(request.messages)
+        if request.tools:
+            est_in += estimate_tokens(request.tools)
+        options = {**defaults, **(request.options or {})}
+        max_tokens = options.get("max_completion_tokens") or options.get("max_tokens")
+        max_tokens = max_tokens if isinstance(max_tokens, int) else MIN_OUTPUT
+        worst_usd = None
+        for budget, where, spend in applying:
+            usd, tokens, unpriced = _spent(spend)
+            if budget.usd is not None:
+                if worst_usd is None:
+                    _check_priced(imodel, budget, where, label)
+                    worst_usd = pricer.worst_case(est_in, max_tokens) or 0.0
+                if usd + sum_usd + worst_usd > budget.usd:
+                    return n, BudgetExceeded(
+                        f"The {where} budget of ${budget.usd:g} is reached: ${usd:.4f} spent, "
+                        f"and the batch's first {n + 1} item(s) could cost up to "
+                        f"${sum_usd + worst_usd:.4f}; {n} fit, the rest were not submitted. "
+                        f"{_raise_hint(where, 'usd')}",
+                        budget=budget,
+                        where=where,
+                        spent_usd=usd,
+                        spent_tokens=tokens,
+                        limit="usd",
+                        needed=sum_usd + worst_usd,
+                    )
+            if budget.tokens is not None and (
+                tokens + sum_tokens + est_in + max_tokens > budget.tokens
+            ):
+                return n, BudgetExceeded(
+                    f"The {where} budget of {budget.tokens:,} tokens is reached: {tokens:,} "
+                    f"used, and the batch's first {n + 1} item(s) need about "
+                    f"{sum_tokens + est_in + max_tokens:,}; {n} fit, the rest were not "
+                    f"submitted. {_raise_hint(where, 'tokens')}",
+                    budget=budget,
+                    where=where,
+                    spent_usd=usd,
+                    spent_tokens=tokens,
+                    limit="tokens",
+                    needed=sum_tokens + est_in + max_tokens,
+                )
+        sum_usd += worst_usd or 0.0
+        sum_tokens += est_in + max_tokens
+    return len(requests), None
 
 
 def _check_priced(imodel: Any, budget: Budget, where: str, label: str) -> None:
