@@ -327,6 +327,11 @@ def fitting_requests(
                 if worst_usd is None:
                     _check_priced(imodel, budget, where, label)
                     worst_usd = pricer.worst_case(est_in, max_tokens) or 0.0
+                if unpriced:
+                    raise ConfigurationError(
+                        f"The {where} budget of ${budget.usd:g} cannot be kept: {unpriced} "
+                        "call(s) under it had no price. Give those models `price=`."
+                    )
                 if usd + sum_usd + worst_usd > budget.usd:
                     return n, BudgetExceeded(
                         f"The {where} budget of ${budget.usd:g} is reached: ${usd:.4f} spent, "
