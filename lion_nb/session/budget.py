@@ -7,8 +7,13 @@ and branch budgets count everything their ledger holds; a scope counts the calls
 inside it.
 
 Before each model call, the spend so far plus the call's own worst case (its estimated
-input, all uncached, plus its ``max_tokens`` when set) is checked against every budget that
-applies (`check_budgets`). A call that would cross one is not started: `BudgetExceeded`
+input, all uncached, plus its ``max_tokens``) is checked against every budget that applies
+(`check_budgets`). The input estimate starts from the branch's last real count
+(`estimate_input`), so a server that counts more than the offline estimate cannot carry a
+call past a budget; a call with no ``max_tokens`` is given one that fits when its budgets
+leave less than `OUTPUT_BOUND` tokens of room, and is refused when they leave under
+`MIN_OUTPUT`. A provider batch is checked whole before it is submitted
+(`fitting_requests`). A call that would cross one is not started: `BudgetExceeded`
 names the budget, the spend and the way to raise it, and nothing of the turn is recorded. A
 dollar budget over a model with no price fails closed (a `ConfigurationError` naming the
 model and ``price=``) rather than letting unknown spend through. Once spend reaches
