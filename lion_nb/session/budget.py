@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from ..errors import BudgetExceeded, ConfigurationError
-from .ledger import AFTER_RECORD, _owner
+from .ledger import AFTER_RECORD, _owner, branch_ledger
 
 if TYPE_CHECKING:
     from .branch import Branch
@@ -155,7 +155,7 @@ def budget_scope(meter: Meter | Budget | None, where: str = "cell") -> Iterator[
 def _applying(branch: Branch, session: Session | None) -> list[tuple[Budget, str, Any]]:
     """``(budget, where, spend)`` for every budget over a call of ``branch``; ``spend`` is a
     `Ledger` or a `Meter`."""
-    from .ledger import branch_ledger, session_ledger
+    from .ledger import session_ledger
 
     found: list[tuple[Budget, str, Any]] = []
     budget = branch.__pydantic_private__.get("_budget")
@@ -196,14 +196,13 @@ def note_usage(branch: Branch, request: Any, response: Any) -> None:
     (only for a call a budget admitted: no budget, nothing to do)."""
     if not _MADE[0]:
         return
-    private = branch.__pydantic_private__
-    admitted = private.get("_admitted")
-    usage = response.usage
+    ledger = branch.__pydantic_private__.get("_ledger")
+    admitted = ledger.admitted if ledger is not None else None
     if admitted is None or admitted[0] is not request:
         return
-    private["_admitted"] = None
-    ledger = private.get("_ledger")
-    if ledger is None or not isinstance(usage, dict) or "estimated" in usage:
+    ledger.admitted = None
+    usage = response.usage
+    if not isinstance(usage, dict) or "estimated" in usage:
         return
     from ..tokens import estimate_tokens
 
@@ -239,7 +238,7 @@ def check_budgets(branch: Branch, imodel: Any, request: Any) -> None:
     ):
         return
     raw, est_in = estimate_input(branch, request)
-    private["_admitted"] = (request, raw)
+    (private.get("_ledger") or branch_ledger(branch)).admitted = (request, raw)
     options = {**(getattr(imodel, "options", None) or {}), **(request.options or {})}
     max_tokens = options.get("max_completion_tokens") or options.get("max_tokens")
     max_tokens = max_tokens if isinstance(max_tokens, int) else None

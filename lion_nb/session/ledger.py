@@ -125,6 +125,7 @@ class Ledger:
     """Running totals and one row per call (a tuple in `_ROW_KEYS` order)."""
 
     __slots__ = (
+        "admitted",
         "anchor",
         "branch_id",
         "calls",
@@ -150,6 +151,8 @@ class Ledger:
         #: ``(estimate, offset)``: the estimated input of the last call with a real count, and
         #: how many tokens the real count exceeded the estimate by (`budget.estimate_input`)
         self.anchor: tuple[int, int] | None = None
+        #: ``(request, estimate)`` of the call a budget last admitted (`budget.note_usage`)
+        self.admitted: tuple[Any, int] | None = None
 
     def add(self, row: tuple) -> None:
         self.rows.append(row)
