@@ -137,12 +137,12 @@ def bill_partial(branch: Any, imodel: Any, request: Any, text: str, exc: BaseExc
     from ..session.ledger import record_call
     from ..tokens import estimate_tokens
 
-    usage = usage_dict(estimate_input(branch, request)[1], estimate_tokens(text))
-    usage["estimated"] = True
-    usd = record_call(branch, imodel, usage)
     try:
+        usage = usage_dict(estimate_input(branch, request)[1], estimate_tokens(text))
+        usage["estimated"] = True
+        usd = record_call(branch, imodel, usage)
         setattr(exc, _BILLED, (text, usage, usd))
-    except AttributeError:  # an exception without a __dict__: the ledger has the row anyway
+    except Exception:  # accounting never replaces how the turn ended (a cancellation, say)
         pass
 
 

@@ -211,6 +211,7 @@ def note_usage(branch: Branch, request: Any, response: Any) -> None:
     answer_tokens += sum(estimate_tokens(c.arguments) + 3 for c in response.tool_calls)
     est = admitted[1]
     real = (usage.get("input_tokens") or 0) + (usage.get("output_tokens") or 0)
+    real -= usage.get("reasoning_tokens") or 0  # billed, but not in the next request
     # the next request holds this one's input and the answer: anchor on their real count
     ledger.anchor = (est + answer_tokens, max(0, real - est - answer_tokens))
 
