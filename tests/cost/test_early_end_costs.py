@@ -59,6 +59,24 @@ def test_a_stream_cut_short_is_recorded_with_an_estimated_usage(http_fake):
     assert answer.metadata["cost_usd"] == pytest.approx(cost.usd)
 
 
+def test_a_restored_branch_counts_the_cut_call_again(http_fake):
+    from lion_nb import Branch
+
+    http_fake.push_sse(openai_deltas(["half ", "an ", "answer"]), cut_after=2)
+    branch = Session().default_branch
+    branch.chat_model = model(http_fake, price=FIVE)
+
+    async def main():
+        with streaming_to(lambda _t: None), pytest.raises(StreamInterruptedError):
+            await branch.communicate("Say something.")
+
+    anyio.run(main)
+    restored = Branch.from_dict(branch.to_dict())
+    assert restored.cost().calls == 1
+    assert restored.cost().usd == pytest.approx(branch.cost().usd)
+    assert restored.cost().output_tokens == branch.cost().output_tokens
+
+
 def test_cut_streams_count_against_a_token_budget(http_fake):
     always(http_fake, lambda rec: Script(events=openai_deltas(WORDS), cut_after=len(WORDS)))
     branch = Session().default_branch
