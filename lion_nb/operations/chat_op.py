@@ -191,7 +191,8 @@ async def chat(
         failed = ExecutionError(redact(f"`{imodel.provider}/{imodel.model}` failed: {error}"))
         text = getattr(error, "partial_text", None) or received.text
         if billing != "none" and text:
-            bill_partial(branch, imodel, request, text, failed)
+            reported = getattr(error, "partial_usage", None)
+            bill_partial(branch, imodel, request, text, failed, reported)
         raise failed from error
     usage = call.response.usage
     usd = record_call(branch, imodel, usage) if billing != "none" else None

@@ -129,16 +129,32 @@ def is_incomplete(message: Any) -> bool:
 _BILLED = "lion_billed"
 
 
-def bill_partial(branch: Any, imodel: Any, request: Any, text: str, exc: BaseException) -> None:
+def bill_partial(
+    branch: Any,
+    imodel: Any,
+    request: Any,
+    text: str,
+    exc: BaseException,
+    reported: dict[str, Any] | None = None,
+) -> None:
     """Record a call that ended early after ``text`` arrived, with an estimated usage, and
-    note it on ``exc`` (`billed`) so that the kept answer carries the same figures."""
+    note it on ``exc`` (`billed`) so that the kept answer carries the same figures.
+    ``reported`` is the usage the stream reported before it ended (real counts win)."""
     from ..models.usage import usage_dict
     from ..session.budget import estimate_input
     from ..session.ledger import record_call
     from ..tokens import estimate_tokens
 
     try:
-        usage = usage_dict(estimate_input(branch, request)[1], estimate_tokens(text))
+        got = reported or {}
+        inp = got.get("input_tokens") or estimate_input(branch, request)[1]
+        out = max(got.get("output_tokens") or 0, estimate_tokens(text))
+        usage = usage_dict(
+            inp,
+            out,
+            cache_read=got.get("cache_read_tokens") or 0,
+            cache_write=got.get("cache_write_tokens") or 0,
+        )
         usage["estimated"] = True
         usd = record_call(branch, imodel, usage)
         setattr(exc, _BILLED, (text, usage, usd))

@@ -59,6 +59,42 @@ def test_a_stream_cut_short_is_recorded_with_an_estimated_usage(http_fake):
     assert answer.metadata["cost_usd"] == pytest.approx(cost.usd)
 
 
+ANTHROPIC_CUT = [
+    'event: message_start\ndata: {"type": "message_start", "message": {"id": "m", '
+    '"role": "assistant", "model": "claude-sonnet-4-5", "content": [], '
+    '"usage": {"input_tokens": 4000, "cache_read_input_tokens": 1000, "output_tokens": 1}}}',
+    'event: content_block_start\ndata: {"type": "content_block_start", "index": 0, '
+    '"content_block": {"type": "text", "text": ""}}',
+    'event: content_block_delta\ndata: {"type": "content_block_delta", "index": 0, '
+    '"delta": {"type": "text_delta", "text": "The first half of "}}',
+    'event: content_block_delta\ndata: {"type": "content_block_delta", "index": 0, '
+    '"delta": {"type": "text_delta", "text": "the answer"}}',
+]
+
+
+def test_a_cut_anthropic_stream_is_billed_on_the_input_count_it_reported(http_fake):
+    http_fake.push_sse(ANTHROPIC_CUT, cut_after=len(ANTHROPIC_CUT))  # no message_stop
+    branch = Session().default_branch
+    branch.chat_model = iModel(
+        provider="anthropic",
+        model="claude-sonnet-4-5",
+        base_url=http_fake.anthropic_url,
+        api_key=KEY,
+        price=FIVE,
+    )
+
+    async def main():
+        with streaming_to(lambda _t: None), pytest.raises(StreamInterruptedError):
+            await branch.communicate("Say something.")
+
+    anyio.run(main)
+    cost = branch.cost()
+    assert cost.calls == 1
+    assert cost.input_tokens == 5000 and cost.cache_read_tokens == 1000  # the server's count
+    assert cost.output_tokens >= 4  # estimated from the text kept
+    assert branch.messages[-1].metadata["usage"]["estimated"] is True
+
+
 def test_a_restored_branch_counts_the_cut_call_again(http_fake):
     from lion_nb import Branch
 
