@@ -19,7 +19,8 @@ in the middle of a stream) and a cancellation (the kernel's interrupt, a Stop bu
 
 A provider bills the tokens of a turn that ended early, so the call is in the ledger and
 counts against the budgets once text has arrived (`bill_partial`): its usage is estimated
-(the input as a budget estimates it, the output from the text kept) and marked
+(the input the stream reported, else as a budget estimates it; the output from the text
+kept) and marked
 ``"estimated": True``, and the kept answer carries that usage and its price like any
 other, so a restored branch counts it again.
 
