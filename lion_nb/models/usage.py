@@ -162,6 +162,13 @@ def estimated_usage(messages: list[dict[str, Any]], tools: Any, response: Any) -
 
 
 def ensure_usage(request: Any, response: Any) -> None:
-    """Give ``response`` an estimated usage when the server reported none."""
+    """Give ``response`` an estimated usage when the server reported none. An answer cut
+    off by ``max_tokens`` used all of them, whatever its text counts."""
     if not response.usage:
-        response.usage = estimated_usage(request.messages, request.tools, response)
+        usage = response.usage = estimated_usage(request.messages, request.tools, response)
+        if response.finish_reason == "length":
+            options = request.options or {}
+            limit = options.get("max_completion_tokens") or options.get("max_tokens")
+            if type(limit) is int and limit > usage["output_tokens"]:
+                usage["output_tokens"] = limit
+                usage["total_tokens"] = usage["input_tokens"] + limit

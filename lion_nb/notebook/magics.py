@@ -195,6 +195,7 @@ class LionMagics(Magics):
         super().__init__(shell=shell, **kwargs)
         self._apply_environment()
         self.observe(self._resize_log, names=["signal_log_size"])
+        self.observe(self._apply_session_budget, names=["session_budget"])
 
     def _apply_environment(self) -> None:
         configured = self.config.get(type(self).__name__, {})
@@ -215,6 +216,18 @@ class LionMagics(Magics):
         from .state.session import notebook_state
 
         notebook_state().resize_signal_log(change["new"])
+
+    def _apply_session_budget(self, change: dict[str, Any]) -> None:
+        """``session_budget`` caps the notebook's Session as soon as it is set -- a plain
+        ``await branch.communicate(...)`` on `current_session()` too, not only the next
+        ``%%lion`` cell -- and every Session the notebook attaches later (reset, load)."""
+        from .cell.turn import apply_session_budget
+        from .state.session import notebook_state, on_attach
+
+        on_attach(_session_budget_on_attach)
+        session = notebook_state()._session
+        if session is not None:
+            apply_session_budget(self, session)
 
     @property
     def state(self) -> Any:
@@ -368,3 +381,15 @@ def _from_env(trait: Any, raw: str) -> Any:
 
 
 LionMagics.lion_cell.__doc__ = _TURN_PARSER.format_help()
+
+
+def _session_budget_on_attach(state: Any, session: Any) -> None:
+    """A Session the notebook attaches gets the shell's ``LionMagics.session_budget``."""
+    from IPython import get_ipython
+
+    from .cell.turn import apply_session_budget
+
+    shell = get_ipython()
+    magics = shell.magics_manager.registry.get("LionMagics") if shell is not None else None
+    if magics is not None:
+        apply_session_budget(magics, session)

@@ -21,8 +21,9 @@ from ..errors import ExecutionError
 from ..models.clean import clean_text
 from ..models.endpoints import ChatRequest
 from ..protocols.messages import AssistantResponse, Instruction
-from ..session.budget import check_budgets
+from ..session.budget import check_budgets, note_usage
 from ..session.ledger import record_call
+from .early_end import Received, bill_partial
 from .types import ChatParam
 
 if TYPE_CHECKING:
@@ -175,16 +176,28 @@ async def chat(
     billing = imodel.endpoint.billing
     if billing == "live":
         check_budgets(branch, imodel, request)  # raises before a call that would cross one
-    call = await imodel.invoke(request)
+    with Received() as received:
+        try:
+            call = await imodel.invoke(request)
+        except BaseException as exc:  # cancelled mid-call: bill what arrived (ADR-0106)
+            if billing != "none" and received.text:
+                bill_partial(branch, imodel, request, received.text, exc)
+            raise
     _log_call(branch, imodel, call)
     if call.status == "failed" or call.response is None:
         error = call.error
         from ..models.secrets import redact
 
-        raise ExecutionError(
-            redact(f"`{imodel.provider}/{imodel.model}` failed: {error}")
-        ) from error
-    usd = record_call(branch, imodel, call.response.usage) if billing != "none" else None
+        failed = ExecutionError(redact(f"`{imodel.provider}/{imodel.model}` failed: {error}"))
+        text = getattr(error, "partial_text", None) or received.text
+        if billing != "none" and text:
+            reported = getattr(error, "partial_usage", None)
+            bill_partial(branch, imodel, request, text, failed, reported)
+        raise failed from error
+    usage = call.response.usage
+    usd = record_call(branch, imodel, usage) if billing != "none" else None
+    if billing == "live":
+        note_usage(branch, request, call.response)
     note = _cache_break(branch, request) if billing == "live" else None
     if not return_ins_res_message:  # the text alone: no message is made to be thrown away
         return clean_text(call.response.text or "")

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ExecutionError, ParseError, ProviderError
 from .chat_op import chat, cut_by_max_tokens, make_instruction
-from .early_end import Received, is_cancellation, partial_answer, reason_for
+from .early_end import billed, is_cancellation, partial_answer, reason_for
 from .types import ChatParam, ParseParam
 
 if TYPE_CHECKING:
@@ -58,13 +58,12 @@ async def communicate(
         branch.msgs.clear_messages()
     ins = make_instruction(branch, instruction, chat_param)
     ended: BaseException | None = None
-    with Received() as received:
-        try:
-            ins, res = await chat(branch, ins, chat_param, return_ins_res_message=True)
-        except BaseException as exc:
-            ended = exc
+    try:
+        ins, res = await chat(branch, ins, chat_param, return_ins_res_message=True)
+    except BaseException as exc:
+        ended = exc
     if ended is not None:
-        raise _ended_early(branch, ins, chat_param, ended, received.text)
+        raise _ended_early(branch, ins, chat_param, ended)
     branch.msgs.add_message(instruction=ins)
     branch.msgs.add_message(assistant_response=res)
 
@@ -112,19 +111,20 @@ async def communicate(
 
 
 def _ended_early(
-    branch: Branch, ins: Any, chat_param: ChatParam, exc: BaseException, received: str
+    branch: Branch, ins: Any, chat_param: ChatParam, exc: BaseException
 ) -> BaseException:
     """Apply the early-end rule (`early_end`) to a call that ended with ``exc``; return the
-    exception to raise."""
+    exception to raise. `chat` billed the call when text had arrived."""
     failed = isinstance(exc, ExecutionError)  # the call failed (the provider's error is the cause)
     cause = exc.__cause__ if failed else exc
-    text = received
+    bill = billed(exc)
+    text = bill[0] if bill is not None else ""
     if isinstance(cause, ProviderError) and cause.partial_text:
         text = cause.partial_text
     if not text or not (failed or is_cancellation(exc)):
         return exc  # nothing arrived: the branch stays as it was
     imodel = branch.chat_model if chat_param.imodel is None else chat_param.imodel
-    answer = partial_answer(branch, imodel, text, reason_for(cause or exc))
+    answer = partial_answer(branch, imodel, text, reason_for(cause or exc), bill)
     branch.msgs.add_message(instruction=ins)
     branch.msgs.add_message(assistant_response=answer)
     return cause if isinstance(cause, ProviderError) else exc

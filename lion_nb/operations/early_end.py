@@ -17,6 +17,13 @@ in the middle of a stream) and a cancellation (the kernel's interrupt, a Stop bu
   stream), which carries ``partial_text``; a failure before any text raises `ExecutionError`
   with that error as its cause, as every failed call does.
 
+A provider bills the tokens of a turn that ended early, so the call is in the ledger and
+counts against the budgets once text has arrived (`bill_partial`): its usage is estimated
+(the input the stream reported, else as a budget estimates it; the output from the text
+kept) and marked
+``"estimated": True``, and the kept answer carries that usage and its price like any
+other, so a restored branch counts it again.
+
 Text counts as arrived when the endpoint streamed it: the provider's error carries it
 (``partial_text``), and while someone listens to the stream (`streaming_to`) `Received`
 keeps a copy of the fragments, which is all a cancellation leaves. Tool calls that were
@@ -40,6 +47,8 @@ __all__ = [
     "KEPT_NOTE",
     "REASON",
     "Received",
+    "bill_partial",
+    "billed",
     "is_cancellation",
     "is_incomplete",
     "mark_incomplete",
@@ -117,11 +126,58 @@ def is_incomplete(message: Any) -> bool:
     return isinstance(metadata, dict) and metadata.get(INCOMPLETE) is True
 
 
-def partial_answer(branch: Any, imodel: Any, text: str, reason: str) -> AssistantResponse:
-    """The assistant message for ``text`` that arrived before the turn ended early."""
+#: the attribute of the exception that ended a billed call: ``(text, usage, usd)``
+_BILLED = "lion_billed"
+
+
+def bill_partial(
+    branch: Any,
+    imodel: Any,
+    request: Any,
+    text: str,
+    exc: BaseException,
+    reported: dict[str, Any] | None = None,
+) -> None:
+    """Record a call that ended early after ``text`` arrived, with an estimated usage, and
+    note it on ``exc`` (`billed`) so that the kept answer carries the same figures.
+    ``reported`` is the usage the stream reported before it ended (real counts win)."""
+    from ..models.usage import usage_dict
+    from ..session.budget import estimate_input
+    from ..session.ledger import record_call
+    from ..tokens import estimate_tokens
+
+    try:
+        got = reported or {}
+        inp = got.get("input_tokens") or estimate_input(branch, request)[1]
+        out = max(got.get("output_tokens") or 0, estimate_tokens(text))
+        usage = usage_dict(
+            inp,
+            out,
+            cache_read=got.get("cache_read_tokens") or 0,
+            cache_write=got.get("cache_write_tokens") or 0,
+        )
+        usage["estimated"] = True
+        usd = record_call(branch, imodel, usage)
+        setattr(exc, _BILLED, (text, usage, usd))
+    except Exception:  # accounting never replaces how the turn ended (a cancellation, say)
+        pass
+
+
+def billed(exc: BaseException | None) -> tuple[str, dict[str, Any], float | None] | None:
+    """``(text, usage, usd)`` of the billed call that ``exc`` ended (`bill_partial`)."""
+    return getattr(exc, _BILLED, None) if exc is not None else None
+
+
+def partial_answer(
+    branch: Any, imodel: Any, text: str, reason: str, bill: tuple | None = None
+) -> AssistantResponse:
+    """The assistant message for ``text`` that arrived before the turn ended early; ``bill``
+    is its call's `billed` figures."""
     from ..protocols.messages import AssistantResponse
 
     metadata = mark_incomplete({"model": f"{imodel.provider}/{imodel.model}"}, reason)
+    if bill is not None:
+        metadata["usage"], metadata["cost_usd"] = bill[1], bill[2]
     return AssistantResponse(
         response=text,
         sender=branch.id_text,

@@ -61,6 +61,7 @@ from ..models.endpoints.base import APIEndpoint, ChatRequest, ModelResponse
 from ._batch_items import Price, describe, render
 from .batch import BatchRun, ItemResult, _check_operation, _resolve_model
 from .batch_records import VERSION, book_for
+from .budget import budget_scope
 
 __all__ = ["ProviderRun", "resume_batch"]
 
@@ -164,7 +165,8 @@ class ProviderRun(BatchRun):
             if self.batch_id is not None:
                 status = await self._poll()
                 await self._collect(status)
-            self.state = "stopped" if self._stop_requested else "finished"
+            halted = self._stop_requested or self._budget_hit is not None
+            self.state = "stopped" if halted else "finished"
         except anyio.get_cancelled_exc_class():
             self.state = "detached"  # watched no longer; the provider's batch goes on
             raise
@@ -221,6 +223,7 @@ class ProviderRun(BatchRun):
             result.custom_id = f"item-{index}"
             requests.append((result.custom_id, request))
             sent.append(result)
+        requests, sent = self._within_budget(requests, sent)
         if not requests:
             return
         status = await self.service.submit(requests, metadata={"lion_nb_run": self.name})
@@ -235,6 +238,32 @@ class ProviderRun(BatchRun):
             self._submitted.set()
         if self._stop_requested:
             await self._cancel_remote()
+
+    def _within_budget(
+        self, requests: list[tuple[str, ChatRequest]], sent: list[ItemResult]
+    ) -> tuple[list[tuple[str, ChatRequest]], list[ItemResult]]:
+        """The requests whose worst cases, all together, fit the budgets that apply (the
+        run's, the source branch's, the session's, a cell's), at the batch discount; the
+        rest are left pending, "not started (budget)", as a live run leaves them."""
+        from .budget import fitting_requests
+
+        model = self.model
+        fits, exc = fitting_requests(
+            self._base,
+            model,
+            [request for _, request in requests],
+            session=self.session,
+            pricer=model.pricer.discounted(self._discount),
+            meter=self._meter(),
+        )
+        if exc is None:
+            return requests, sent
+        for result in sent[fits:]:
+            self._prompts.pop(result.index, None)
+            result.custom_id = None
+            self._not_started(result, exc)
+        self._changed()
+        return requests[:fits], sent[:fits]
 
     async def _capture(self, branch: Any, prompt: str) -> ChatRequest:
         from ..models.imodel import iModel
@@ -293,7 +322,8 @@ class ProviderRun(BatchRun):
                 if outcome.cancelled:  # never ran: stopped, not failed
                     self._finish(result, "stopped", time.perf_counter())
                     continue
-                await self._record_outcome(result, outcome)
+                with budget_scope(self._meter()):  # the run's budget counts what it paid
+                    await self._record_outcome(result, outcome)
                 collected.append(result.index)
         for result in sorted(waiting.values(), key=lambda r: r.index):
             reason = "stopped" if status.state in ("cancelled", "expired") else "failed"

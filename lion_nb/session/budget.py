@@ -7,8 +7,13 @@ and branch budgets count everything their ledger holds; a scope counts the calls
 inside it.
 
 Before each model call, the spend so far plus the call's own worst case (its estimated
-input, all uncached, plus its ``max_tokens`` when set) is checked against every budget that
-applies (`check_budgets`). A call that would cross one is not started: `BudgetExceeded`
+input, all uncached, plus its ``max_tokens``) is checked against every budget that applies
+(`check_budgets`). The input estimate starts from the branch's last real count
+(`estimate_input`), so a server that counts more than the offline estimate cannot carry a
+call past a budget; a call with no ``max_tokens`` is given one that fits when its budgets
+leave less than `OUTPUT_BOUND` tokens of room, and is refused when they leave under
+`MIN_OUTPUT`. A provider batch is checked whole before it is submitted
+(`fitting_requests`). A call that would cross one is not started: `BudgetExceeded`
 names the budget, the spend and the way to raise it, and nothing of the turn is recorded. A
 dollar budget over a model with no price fails closed (a `ConfigurationError` naming the
 model and ``price=``) rather than letting unknown spend through. Once spend reaches
@@ -20,21 +25,36 @@ can end up to ``concurrency - 1`` calls past its cap.
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import math
+import os
+import sys
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+import anyio
+
 from ..errors import BudgetExceeded, ConfigurationError
-from .ledger import AFTER_RECORD, _owner
+from .ledger import AFTER_RECORD, _owner, branch_ledger
 
 if TYPE_CHECKING:
     from .branch import Branch
     from .session import Session
 
-__all__ = ["Budget", "BudgetWarning", "Meter", "after_call", "budget_scope", "check_budgets"]
+__all__ = [
+    "Budget",
+    "BudgetWarning",
+    "Meter",
+    "after_call",
+    "budget_scope",
+    "check_budgets",
+    "estimate_input",
+    "fitting_requests",
+    "note_usage",
+]
 
 
 #: whether any `Budget` was made in this process: until one is, no call has a budget to check
@@ -166,7 +186,7 @@ def budget_scope(meter: Meter | Budget | None, where: str = "cell") -> Iterator[
 def _applying(branch: Branch, session: Session | None) -> list[tuple[Budget, str, Any]]:
     """``(budget, where, spend)`` for every budget over a call of ``branch``; ``spend`` is a
     `Ledger` or a `Meter`."""
-    from .ledger import branch_ledger, session_ledger
+    from .ledger import session_ledger
 
     found: list[tuple[Budget, str, Any]] = []
     budget = branch.__pydantic_private__.get("_budget")
@@ -184,8 +204,59 @@ def _spent(spend: Any) -> tuple[float, int, int]:
     return spend.usd, spend.tokens, spend.unpriced
 
 
+def estimate_input(branch: Branch, request: Any) -> tuple[int, int]:
+    """A call's input tokens, estimated: the request's own estimate, raised by what the last
+    call with a real count showed the estimate misses (the server's chat template, a
+    tokenizer that counts more) -- that is, the last real count plus the messages added
+    since. The estimate of a conversation's history is incremental (`lion_nb.tokens`), so
+    this costs the new messages, not the whole history. Returns ``(estimate, raised)``."""
+    from ..tokens import estimate_message_tokens, estimate_tokens
+
+    est = estimate_message_tokens(request.messages)
+    if request.tools:
+        est += estimate_tokens(request.tools)
+    ledger = branch.__pydantic_private__.get("_ledger")
+    anchor = ledger.anchor if ledger is not None else None
+    if anchor is not None and est >= anchor[0]:  # the history went on from that call
+        return est, est + anchor[1]
+    return est, est
+
+
+def note_usage(branch: Branch, request: Any, response: Any) -> None:
+    """Remember how far a call's real usage was above its estimate, for `estimate_input`
+    (only for a call a budget admitted: no budget, nothing to do)."""
+    if not _MADE[0]:
+        return
+    ledger = branch.__pydantic_private__.get("_ledger")
+    admitted = ledger.admitted if ledger is not None else None
+    if admitted is None or admitted[0] is not request:
+        return
+    ledger.admitted = None
+    usage = response.usage
+    if not isinstance(usage, dict) or "estimated" in usage:
+        return
+    from ..tokens import estimate_tokens
+
+    # the answer as the next request holds it (one message: its text and its tool calls)
+    answer_tokens = 4 + estimate_tokens(response.text)
+    answer_tokens += sum(estimate_tokens(c.arguments) + 3 for c in response.tool_calls)
+    est = admitted[1]
+    real = (usage.get("input_tokens") or 0) + (usage.get("output_tokens") or 0)
+    real -= usage.get("reasoning_tokens") or 0  # billed, but not in the next request
+    # the next request holds this one's input and the answer: anchor on their real count
+    ledger.anchor = (est + answer_tokens, max(0, real - est - answer_tokens))
+
+
+#: the least output a call is started with when a budget has to bound it
+MIN_OUTPUT = 16
+#: a call with no ``max_tokens`` is given one only when its budgets leave less room than
+#: this: above it, a limit could exceed what the model accepts (and rarely matters)
+OUTPUT_BOUND = 4096
+
+
 def check_budgets(branch: Branch, imodel: Any, request: Any) -> None:
-    """Raise before a call that would cross a budget (see the module docstring)."""
+    """Raise before a call that would cross a budget (see the module docstring). A call with
+    no ``max_tokens`` is given the largest one every budget that applies leaves room for."""
     if not _MADE[0]:
         return
     private = branch.__pydantic_private__
@@ -198,29 +269,26 @@ def check_budgets(branch: Branch, imodel: Any, request: Any) -> None:
         and (session is None or session.__pydantic_private__.get("_budget") is None)
     ):
         return
-    from ..tokens import estimate_message_tokens, estimate_tokens
-
-    est_in = estimate_message_tokens(request.messages)
-    if request.tools:
-        est_in += estimate_tokens(request.tools)
+    raw, est_in = estimate_input(branch, request)
+    (private.get("_ledger") or branch_ledger(branch)).admitted = (request, raw)
     options = {**(getattr(imodel, "options", None) or {}), **(request.options or {})}
     max_tokens = options.get("max_completion_tokens") or options.get("max_tokens")
     max_tokens = max_tokens if isinstance(max_tokens, int) else None
     label = f"{imodel.provider}/{imodel.model}"
+    applying = _applying(branch, session)
+    if max_tokens is None:
+        max_tokens = _fitting_output(applying, imodel, est_in, label)
+        if max_tokens is not None:
+            request.options = {**(request.options or {}), "max_tokens": max_tokens}
+        else:  # unbounded: at least the least output a call is started with must fit
+            max_tokens = MIN_OUTPUT
     worst_usd: float | None = None
-    for budget, where, spend in _applying(branch, session):
+    for budget, where, spend in applying:
         usd, tokens, unpriced = _spent(spend)
         if budget.usd is not None:
             if worst_usd is None:
-                pricer = imodel.pricer
-                if not pricer.priced:
-                    raise ConfigurationError(
-                        f"`{label}` has no known price, so the {where} budget of "
-                        f"${budget.usd:g} cannot be kept. Give the model a price: "
-                        f'`iModel(..., price={{"input": ..., "output": ...}})` (dollars per '
-                        "million tokens), or `price=0` if it is free."
-                    )
-                worst_usd = pricer.worst_case(est_in, max_tokens) or 0.0
+                _check_priced(imodel, budget, where, label)
+                worst_usd = imodel.pricer.worst_case(est_in, max_tokens) or 0.0
             if unpriced:
                 raise ConfigurationError(
                     f"The {where} budget of ${budget.usd:g} cannot be kept: {unpriced} call(s) "
@@ -230,7 +298,7 @@ def check_budgets(branch: Branch, imodel: Any, request: Any) -> None:
                 raise BudgetExceeded(
                     f"The {where} budget of ${budget.usd:g} is reached: ${usd:.4f} spent, and "
                     f"this call of `{label}` could cost up to ${worst_usd:.4f} more. It was not "
-                    f"started; nothing of it is recorded. {_raise_hint(where)}",
+                    f"started; nothing of it is recorded. {_raise_hint(where, 'usd')}",
                     budget=budget,
                     where=where,
                     spent_usd=usd,
@@ -242,7 +310,7 @@ def check_budgets(branch: Branch, imodel: Any, request: Any) -> None:
             raise BudgetExceeded(
                 f"The {where} budget of {budget.tokens:,} tokens is reached: {tokens:,} used, "
                 f"and this call of `{label}` needs about {est_in + (max_tokens or 0):,} more. "
-                f"It was not started; nothing of it is recorded. {_raise_hint(where)}",
+                f"It was not started; nothing of it is recorded. {_raise_hint(where, 'tokens')}",
                 budget=budget,
                 where=where,
                 spent_usd=usd,
@@ -252,14 +320,161 @@ def check_budgets(branch: Branch, imodel: Any, request: Any) -> None:
             )
 
 
-def _raise_hint(where: str) -> str:
-    return {
-        "session": "Raise it with `session.budget = lion_nb.Budget(usd=...)` "
-        "(`%config LionMagics.session_budget = ...` in a notebook).",
-        "branch": "Raise it with `branch.budget = lion_nb.Budget(usd=...)`.",
-        "cell": "Raise it with `%%lion --budget USD`.",
-        "batch": "Raise `run.budget.usd` (or `.tokens`), then `run.retry()` finishes the rest.",
-    }.get(where, "Raise the budget to go on.")
+def fitting_requests(
+    branch: Branch,
+    imodel: Any,
+    requests: list[Any],
+    *,
+    session: Any = None,
+    pricer: Any = None,
+    meter: Any = None,
+) -> tuple[int, BudgetExceeded | None]:
+    """How many of ``requests`` (in order) fit, all together, every budget over the calls of
+    ``branch``'s clones (its session's, a scope's) and ``meter``'s, by their worst cases (``pricer``: the batch's discounted price);
+    and the `BudgetExceeded` for the first that does not. A provider batch is checked whole
+    before it is submitted: once submitted, its calls cannot be stopped one by one."""
+    if not _MADE[0]:
+        return len(requests), None
+    if session is None and branch.__pydantic_private__.get("_owning_session_id") is not None:
+        session = _owner(branch)
+    # the items run on clones of ``branch``: its own budget is not theirs (as in a live run)
+    applying = [found for found in _applying(branch, session) if found[1] != "branch"]
+    if meter is not None and all(spend is not meter for _, _, spend in applying):
+        applying.append((meter.budget, meter.where, meter))
+    if not applying:
+        return len(requests), None
+    from ..tokens import estimate_message_tokens, estimate_tokens
+
+    pricer = pricer or imodel.pricer
+    label = f"{imodel.provider}/{imodel.model}"
+    defaults = getattr(imodel, "options", None) or {}
+    sum_usd, sum_tokens = 0.0, 0
+    for n, request in enumerate(requests):
+        est_in = estimate_message_tokens(request.messages)
+        if request.tools:
+            est_in += estimate_tokens(request.tools)
+        options = {**defaults, **(request.options or {})}
+        max_tokens = options.get("max_completion_tokens") or options.get("max_tokens")
+        max_tokens = max_tokens if isinstance(max_tokens, int) else MIN_OUTPUT
+        worst_usd = None
+        for budget, where, spend in applying:
+            usd, tokens, unpriced = _spent(spend)
+            if budget.usd is not None:
+                if worst_usd is None:
+                    _check_priced(imodel, budget, where, label)
+                    worst_usd = pricer.worst_case(est_in, max_tokens) or 0.0
+                if unpriced:
+                    raise ConfigurationError(
+                        f"The {where} budget of ${budget.usd:g} cannot be kept: {unpriced} "
+                        "call(s) under it had no price. Give those models `price=`."
+                    )
+                if usd + sum_usd + worst_usd > budget.usd:
+                    return n, BudgetExceeded(
+                        f"The {where} budget of ${budget.usd:g} is reached: ${usd:.4f} spent, "
+                        f"and the batch's first {n + 1} item(s) could cost up to "
+                        f"${sum_usd + worst_usd:.4f}; {n} fit, the rest were not submitted. "
+                        f"{_raise_hint(where, 'usd')}",
+                        budget=budget,
+                        where=where,
+                        spent_usd=usd,
+                        spent_tokens=tokens,
+                        limit="usd",
+                        needed=sum_usd + worst_usd,
+                    )
+            if budget.tokens is not None and (
+                tokens + sum_tokens + est_in + max_tokens > budget.tokens
+            ):
+                return n, BudgetExceeded(
+                    f"The {where} budget of {budget.tokens:,} tokens is reached: {tokens:,} "
+                    f"used, and the batch's first {n + 1} item(s) need about "
+                    f"{sum_tokens + est_in + max_tokens:,}; {n} fit, the rest were not "
+                    f"submitted. {_raise_hint(where, 'tokens')}",
+                    budget=budget,
+                    where=where,
+                    spent_usd=usd,
+                    spent_tokens=tokens,
+                    limit="tokens",
+                    needed=sum_tokens + est_in + max_tokens,
+                )
+        sum_usd += worst_usd or 0.0
+        sum_tokens += est_in + max_tokens
+    return len(requests), None
+
+
+def _check_priced(imodel: Any, budget: Budget, where: str, label: str) -> None:
+    if not imodel.pricer.priced:
+        raise ConfigurationError(
+            f"`{label}` has no known price, so the {where} budget of "
+            f"${budget.usd:g} cannot be kept. Give the model a price: "
+            f'`iModel(..., price={{"input": ..., "output": ...}})` (dollars per '
+            "million tokens), or `price=0` if it is free."
+        )
+
+
+def _fitting_output(
+    applying: list[tuple[Budget, str, Any]], imodel: Any, est_in: int, label: str
+) -> int | None:
+    """The most output tokens every budget leaves room for after this call's input
+    when that is under `OUTPUT_BOUND` (``None``: no budget needs to bound it);
+    `BudgetExceeded` when it is under `MIN_OUTPUT`."""
+    room: int | None = None
+    hit: tuple[Budget, str, Any, str] | None = None
+    base = per_token = None
+    for budget, where, spend in applying:
+        usd, tokens, unpriced = _spent(spend)
+        if budget.usd is not None and not unpriced:
+            if base is None:
+                _check_priced(imodel, budget, where, label)
+                pricer = imodel.pricer
+                base = pricer.worst_case(est_in, 0) or 0.0
+                per_token = ((pricer.worst_case(est_in, 1_000_000) or 0.0) - base) / 1e6
+            if per_token and usd + base <= budget.usd:
+                fits = int((budget.usd - usd - base) / per_token)
+                if room is None or fits < room:
+                    room, hit = fits, (budget, where, spend, "usd")
+        if budget.tokens is not None and tokens + est_in <= budget.tokens:
+            fits = budget.tokens - tokens - est_in
+            if room is None or fits < room:
+                room, hit = fits, (budget, where, spend, "tokens")
+    if room is None or hit is None or room >= OUTPUT_BOUND:
+        return None
+    if room >= MIN_OUTPUT:
+        return room
+    budget, where, spend, kind = hit
+    usd, tokens, _ = _spent(spend)
+    limit = f"${budget.usd:g}" if kind == "usd" else f"{budget.tokens:,} tokens"
+    spent = f"${usd:.4f} spent" if kind == "usd" else f"{tokens:,} used"
+    raise BudgetExceeded(
+        f"The {where} budget of {limit} is reached: {spent}, and after this call's input "
+        f"(about {est_in:,} tokens) it leaves room for {room} output tokens, under the "
+        f"{MIN_OUTPUT} a call of `{label}` is started with. It was not started; nothing of it "
+        f"is recorded. {_raise_hint(where, kind)}",
+        budget=budget,
+        where=where,
+        spent_usd=usd,
+        spent_tokens=tokens,
+        limit=kind,
+        needed=(base or 0.0) + MIN_OUTPUT * (per_token or 0.0)
+        if kind == "usd"
+        else est_in + MIN_OUTPUT,
+    )
+
+
+def _raise_hint(where: str, kind: str = "usd") -> str:
+    """How to raise the ``kind`` (``usd``, ``tokens``) limit of the ``where`` budget."""
+    given = "usd=..." if kind == "usd" else "tokens=..."
+    if where == "session":
+        hint = f"Raise it with `session.budget = lion_nb.Budget({given})`"
+        if kind == "usd":
+            hint += " (`%config LionMagics.session_budget = ...` in a notebook)"
+        return hint + "."
+    if where == "branch":
+        return f"Raise it with `branch.budget = lion_nb.Budget({given})`."
+    if where == "cell":
+        return "Raise it with `%%lion --budget USD`."
+    if where == "batch":
+        return f"Raise `run.budget.{kind}`, then `run.retry()` finishes the rest."
+    return "Raise the budget to go on."
 
 
 def after_call(branch: Branch, session: Session | None, usd: float | None, tokens: int) -> None:
@@ -286,8 +501,28 @@ def after_call(branch: Branch, session: Session | None, usd: float | None, token
             spent = f"${spent_usd:.4f}" if over_usd else f"{spent_tokens:,} tokens"
             limit = f"${budget.usd:g}" if over_usd else f"{budget.tokens:,} tokens"
             warnings.warn(
-                f"{spent} of the {where} budget of {limit} is spent.", BudgetWarning, stacklevel=2
+                f"{spent} of the {where} budget of {limit} is spent.",
+                BudgetWarning,
+                stacklevel=_caller_level(),
             )
+
+
+#: where lion_nb and the event loops that run its calls live: a warning is not theirs
+_INSIDE = tuple(
+    os.path.dirname(os.path.abspath(path)) + os.sep
+    for path in (sys.modules["lion_nb"].__file__, asyncio.__file__, anyio.__file__)
+)
+
+
+def _caller_level() -> int:
+    """The ``stacklevel`` that attributes a warning of `after_call` to the first frame
+    outside lion_nb (the user's cell or script), not to a line of the ledger."""
+    frame = sys._getframe(2)  # after_call's caller
+    level = 2
+    while frame is not None and frame.f_code.co_filename.startswith(_INSIDE):
+        frame = frame.f_back
+        level += 1
+    return level
 
 
 AFTER_RECORD.append(after_call)  # the ledger tells every recorded call to the budgets

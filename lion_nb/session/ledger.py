@@ -135,7 +135,18 @@ _COUNTS = (
 class Ledger:
     """Running totals and one row per call (a tuple in `_ROW_KEYS` order)."""
 
-    __slots__ = ("branch_id", "calls", "counts", "owner", "owner_id", "rows", "unpriced", "usd")
+    __slots__ = (
+        "admitted",
+        "anchor",
+        "branch_id",
+        "calls",
+        "counts",
+        "owner",
+        "owner_id",
+        "rows",
+        "unpriced",
+        "usd",
+    )
 
     def __init__(self, branch_id: str = "") -> None:
         #: the owning branch's id as text (made once: ``str(uuid)`` costs a microsecond)
@@ -148,6 +159,11 @@ class Ledger:
         self.calls = 0
         self.unpriced = 0
         self.counts = [0, 0, 0, 0, 0]
+        #: ``(estimate, offset)``: the estimated input of the last call with a real count, and
+        #: how many tokens the real count exceeded the estimate by (`budget.estimate_input`)
+        self.anchor: tuple[int, int] | None = None
+        #: ``(request, estimate)`` of the call a budget last admitted (`budget.note_usage`)
+        self.admitted: tuple[Any, int] | None = None
 
     def add(self, row: tuple) -> None:
         self.rows.append(row)

@@ -119,6 +119,17 @@ def test_the_foreground_stop_keeps_the_instruction_and_the_shown_text(nb):
     assert run(nb, "%%lion -q -b fg -m slow\nAgain.").error is None  # the branch goes on
 
 
+def test_a_stopped_turn_is_in_the_ledger_and_in_lion_cost_marked_estimated(nb):
+    ran = run(nb, "%%lion -b cut -m slow\nWrite it all.")
+    assert isinstance(ran.error, RunInterrupted), ran
+    branch = current_session().get_branch("cut")
+    assert branch.cost().calls == 1 and branch.cost().output_tokens >= 5
+    assert branch.messages[-1].metadata["usage"]["estimated"] is True
+    table = run(nb, "%lion cost").value
+    (row,) = [r for r in table.rows if r["branch"] == "cut"]
+    assert row["calls"] == "1 (1 estimated)"
+
+
 def test_the_live_widget_views_stop_keeps_the_text_and_says_so(nb):
     set_view_factory(PressWidgetView)
     ran = run(nb, "%%lion -b live -m slow\nWrite it all.")

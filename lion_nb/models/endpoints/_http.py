@@ -187,6 +187,15 @@ class Reply:
     request_id: str | None
 
 
+def _note_usage(exc: ProviderError, reader: Any) -> ProviderError:
+    """Keep on ``exc`` the usage a cut stream reported before it ended (``partial_usage``:
+    Anthropic's ``message_start`` has the real input count), for the ledger."""
+    usage = getattr(reader, "partial_usage", None)
+    if usage:
+        exc.partial_usage = usage  # type: ignore[attr-defined]
+    return exc
+
+
 class StreamReader(Protocol):
     """Turns one stream's events into a result; made once the 200 headers are in."""
 
@@ -415,15 +424,17 @@ class HTTPClient:
         except ProviderError as exc:
             if reader is not None:  # the stream had started: never retry
                 tag(exc, partial_text=getattr(exc, "partial_text", reader.partial_text))
+                _note_usage(exc, reader)
             raise
         except (httpx.RequestError, TimeoutError) as exc:
             if reader is None:
                 raise self._transport_error(exc) from exc
             cls = ProviderTimeoutError if _is_timeout(exc) else StreamInterruptedError
             message = f"the stream from `{self.base_url}` broke off: {_describe(exc, self)}"
-            raise stream_error(
+            error = stream_error(
                 self.provider, message, request_id=rid, partial_text=reader.partial_text, cls=cls
-            ) from exc
+            )
+            raise _note_usage(error, reader) from exc
 
     # -- error construction --------------------------------------------------------------------
     def _transport_error(self, exc: BaseException) -> ProviderError:

@@ -445,6 +445,15 @@ class _MessageStream:
     def partial_text(self) -> str:
         return "".join(self.text)
 
+    @property
+    def partial_usage(self) -> dict[str, Any]:
+        """The usage reported so far: ``message_start`` carries the real input count, so a
+        stream cut short is billed on it."""
+        try:
+            return anthropic_usage(self.usage)
+        except ValueError:
+            return {}
+
     def feed(self, event: ServerSentEvent) -> bool:
         if not event.data.strip():
             return False

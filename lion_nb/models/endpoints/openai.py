@@ -432,6 +432,15 @@ class _ChatStream:
     def partial_text(self) -> str:
         return "".join(self.text)
 
+    @property
+    def partial_usage(self) -> dict[str, Any]:
+        """The usage the stream reported before it ended (its last chunk has it: usually
+        none for a stream cut short)."""
+        try:
+            return openai_usage(self.usage)
+        except ValueError:
+            return {}
+
     def _interrupted(self, message: str, body: Any = None) -> ProviderError:
         return stream_error(
             self.provider,

@@ -503,7 +503,7 @@ def _cell_meter(plan: TurnPlan) -> Any:
     return plan.meter
 
 
-def _session_budget(magics: Any, session: Any) -> None:
+def apply_session_budget(magics: Any, session: Any) -> None:
     """``LionMagics.session_budget`` on the notebook's Session (spend so far counts)."""
     usd = magics.session_budget
     current = session.budget
@@ -526,7 +526,7 @@ def prepare(magics: Any, opts: TurnOptions, body: str) -> tuple[TurnPlan, Any]:
     from .interpolate import Attached, interpolate
 
     state = magics.state
-    _session_budget(magics, state.session)
+    apply_session_budget(magics, state.session)
 
     attached = Attached(budget=magics.context_budget)
     text = (

@@ -57,8 +57,6 @@ def _models(magics: Any, args: Any) -> Table:
 
 @command("cost", "What the session's model calls cost, by branch and model.")
 def _cost(magics: Any, args: Any) -> Table:
-    from ...session.ledger import format_usd
-
     session = magics.state.session
     groups: dict[tuple[str, str], dict[str, Any]] = {}
     for row in session.costs():
@@ -75,19 +73,31 @@ def _cost(magics: Any, args: Any) -> Table:
             None if usd is None or group.get("usd", 0.0) is None else group.get("usd", 0.0) + usd
         )
         group["unpriced"] = group.get("unpriced", 0) + (usd is None)
-    rows = [
-        {
-            **g,
-            "usd": format_usd(g["usd"], g["unpriced"]) if g["usd"] is None else f"${g['usd']:.4f}",
-        }
-        for g in groups.values()
-    ]
+        group["estimated"] = group.get("estimated", 0) + bool(row["estimated"])
+    rows = [_cost_row(g) for g in groups.values()]
     total = session.cost()
     budget = session.budget
     title = f"cost · {total.line()}"
+    if any(g["estimated"] for g in groups.values()):
+        title += " · ≈ estimated (a call cut short, or one with no usage reported)"
     if budget is not None and budget.usd is not None:
         title += f" · session budget ${budget.usd:g}"
     return Table(["branch", "model", "calls", "in", "cached", "out", "usd"], rows, title=title)
+
+
+def _cost_row(group: dict[str, Any]) -> dict[str, Any]:
+    """One row of `%lion cost`; a group with estimated calls says how many, and its
+    dollars are marked ``≈``."""
+    from ...session.ledger import format_usd
+
+    usd = group["usd"]
+    text = format_usd(usd, group["unpriced"]) if usd is None else f"${usd:.4f}"
+    row = {**group, "usd": text}
+    estimated = row.pop("estimated")
+    if estimated:
+        row["calls"] = f"{group['calls']} ({estimated} estimated)"
+        row["usd"] = f"≈{text}"
+    return row
 
 
 @command(
