@@ -211,8 +211,10 @@ def test_good_counts_beside_bad_ones_still_stop_at_the_budget(http_fake):
     branch.chat_model = openai_model(http_fake)
     branch.budget = Budget(usd=0.05, warn_at=None)
     done, errors = chats_until_stopped(branch, 40)
-    assert isinstance(errors[-1], BudgetExceeded) and done == 5
-    assert session.cost().usd == pytest.approx(0.05)
+    # Four good calls spend $0.04; the fifth's worst case starts from the last real count
+    # (1,000 input tokens), so $0.04 + $0.0101 would cross $0.05: it is not started.
+    assert isinstance(errors[-1], BudgetExceeded) and done == 4
+    assert session.cost().usd == pytest.approx(0.04)
 
 
 # -- an Anthropic stream without its final usage -----------------------------------------------------
@@ -338,10 +340,11 @@ def test_a_failing_ledger_hook_is_logged_and_never_breaks_the_call(http_fake, ca
         AFTER_RECORD.remove(broken)
         AFTER_RECORD.remove(counting)
     # every call went through and was counted by the hooks after the broken one ...
-    assert seen == [pytest.approx(0.01)] * 3
+    assert seen == [pytest.approx(0.01)] * 2
     assert "a broken hook" in caplog.text
-    # ... and the budget's own refusal still stops the call that would cross it
-    assert done == 3 and isinstance(errors[-1], BudgetExceeded)
+    # ... and the budget's own refusal still stops the call that would cross it (the third's
+    # worst case starts from the last real count: $0.02 + $0.0101 would cross $0.03)
+    assert done == 2 and isinstance(errors[-1], BudgetExceeded)
 
 
 def test_a_budget_refusal_raised_by_a_hook_still_stops_the_call(http_fake):
