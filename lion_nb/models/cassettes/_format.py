@@ -159,6 +159,7 @@ def response_to_json(response: Any) -> dict[str, Any]:
         "model": response.model,
         "finish_reason": response.finish_reason,
         "request_id": response.request_id,
+        **({"metadata": response.metadata} if response.metadata else {}),
     }
 
 
@@ -171,6 +172,7 @@ def response_from_json(data: dict[str, Any]) -> ModelResponse:
         model=data.get("model"),
         finish_reason=data.get("finish_reason"),
         request_id=data.get("request_id"),
+        metadata=data.get("metadata") or {},
     )
 
 
@@ -276,6 +278,7 @@ def _check_response(response: dict[str, Any]) -> None:
     """Every field `response_from_json` reads has the type a live answer gives it."""
     for name in ("text", "model", "finish_reason", "request_id"):
         _optional(response, name, str, "a string", where="response.")
+    _optional(response, "metadata", dict, "an object", where="response.")
     usage = _optional(response, "usage", dict, "an object", where="response.") or {}
     for name, value in usage.items():
         if name.endswith("_tokens") and value is not None and not _whole(value):
