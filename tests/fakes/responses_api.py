@@ -32,7 +32,7 @@ def variant(name: str, tag: str) -> str:
     content made distinct by ``tag`` (letters only, so the JSON stays valid)."""
     text = (FIXTURES / name).read_text()
     for prefix in ("resp_", "rs_", "fc_", "msg_", "call_", "gAAAAAB"):
-        text = text.replace(f'"{prefix}', f'"{prefix}{tag}')
+        text = text.replace(f'":"{prefix}', f'":"{prefix}{tag}')
     return text
 
 
@@ -48,6 +48,7 @@ class ResponsesAPI:
     def __call__(self, recorded: Recorded) -> Script | None:
         if not recorded.path.endswith("/responses"):
             return None
+        body = recorded.body if isinstance(recorded.body, dict) else {}
         problem = self._check(recorded)
         if problem is not None:
             self.refusals.append(problem)
@@ -60,6 +61,8 @@ class ResponsesAPI:
             body = json.loads((FIXTURES / reply).read_text())
             self._remember(body.get("output") or [])
             return Script(body=(FIXTURES / reply).read_bytes(), content_type="application/json")
+        if not body.get("stream"):
+            return Script(status=400, body={"error": {"message": "a stream fixture, no stream"}})
         events = sse_events(reply)
         self._remember(_done_items(events))
         return Script(events=events)

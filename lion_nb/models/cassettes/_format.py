@@ -38,6 +38,7 @@ import json
 from typing import Any
 
 from ..endpoints.base import ModelResponse, ToolCall
+from ..reasoning import RECORD
 from ..secrets import redact
 from ..stream import StreamChunk, validate_chunks
 
@@ -90,8 +91,17 @@ def canonical(kind: str, request: dict[str, Any]) -> str:
 
 
 def encode_line(exchange: dict[str, Any]) -> str:
-    """One exchange as one line: sorted keys, readable, never a raw newline."""
-    return json.dumps(exchange, sort_keys=True, ensure_ascii=False)
+    """One exchange as one line: sorted keys, readable, never a raw newline. A reasoning
+    record keeps its own key order: its items go back to the provider exactly as received."""
+    return json.dumps(_sorted(exchange), ensure_ascii=False)
+
+
+def _sorted(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: value[k] if k == RECORD else _sorted(value[k]) for k in sorted(value, key=str)}
+    if isinstance(value, list):
+        return [_sorted(v) for v in value]
+    return value
 
 
 def _options(options: dict[str, Any]) -> dict[str, Any]:
