@@ -40,7 +40,13 @@ from ..clean import loads
 from ..reasoning import RECORD
 from ..usage import responses_usage
 from ._http_errors import error_fields, stream_error
-from .base import ModelResponse, ToolCall, emit_text_delta, emit_thinking_delta
+from .base import (
+    ModelResponse,
+    ToolCall,
+    decode_arguments,
+    emit_text_delta,
+    emit_thinking_delta,
+)
 
 __all__ = ["API", "ResponsesStream", "read_response", "responses_body", "to_input"]
 
@@ -234,9 +240,7 @@ def _text_of(content: Any) -> str:
 
 
 # -- response --------------------------------------------------------------------------------
-def read_response(
-    data: Any, request_id: str | None, model: str, streamed_text: str | None = None
-) -> ModelResponse:
+def read_response(data: Any, request_id: str | None, model: str) -> ModelResponse:
     """A Responses API object (non-streamed, or a stream's terminal one) as a `ModelResponse`."""
     if not isinstance(data, dict):
         raise ValueError(f"the answer is a {type(data).__name__}, not an object")
@@ -259,8 +263,6 @@ def read_response(
                     texts.append(part.get("refusal") or "")
             kept.append({"type": "message"})
         elif kind == "function_call":
-            from .openai import decode_arguments
-
             calls.append(
                 ToolCall(
                     id=item.get("call_id") or "",
@@ -279,11 +281,8 @@ def read_response(
         metadata["thinking"] = "\n\n".join(thinking)
     if any(item.get("type") == "reasoning" for item in kept):
         metadata[RECORD] = {"api": API, "items": kept}
-    text = "".join(texts)
-    if not text and streamed_text:
-        text = streamed_text  # a stream whose terminal event left `output` empty
     return ModelResponse(
-        text=text,
+        text="".join(texts),
         tool_calls=calls,
         usage=responses_usage(data.get("usage")),
         raw=data,

@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from ..clean import loads
 from ..stream import StreamChunk
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "ModelResponse",
     "ToolCall",
     "current_sink",
+    "decode_arguments",
     "emit_text_delta",
     "emit_thinking_delta",
     "streaming_to",
@@ -120,6 +122,19 @@ class ChatRequest:
     #: a stable key for the provider's prompt cache (the branch's id); not part of what a
     #: cassette matches, since it names the conversation rather than what is asked
     cache_key: str | None = None
+
+
+def decode_arguments(args: Any) -> dict[str, Any]:
+    """Tool arguments as a dict; text that is not a JSON object is kept under ``_raw_arguments``."""
+    if isinstance(args, dict):
+        return args
+    if args is None or (isinstance(args, str) and not args.strip()):
+        return {}
+    try:
+        value = loads(args)
+    except (TypeError, ValueError):
+        return {"_raw_arguments": args}
+    return value if isinstance(value, dict) else {"_raw_arguments": args}
 
 
 @dataclass(slots=True)

@@ -71,7 +71,14 @@ from . import _responses as responses_api
 from ._http import HTTPEndpoint
 from ._http_errors import error_fields, error_from_payload, stream_error
 from ._structured import check_form, other_form, refuses_form, wire_format
-from .base import ChatRequest, ModelResponse, ToolCall, emit_text_delta, wants_stream
+from .base import (
+    ChatRequest,
+    ModelResponse,
+    ToolCall,
+    decode_arguments,
+    emit_text_delta,
+    wants_stream,
+)
 
 __all__ = [
     "API_FORMS",
@@ -461,19 +468,6 @@ def _content_text(content: Any) -> str:
     if isinstance(content, (int, float)):
         return str(content)
     raise ValueError(f"`content` is a {type(content).__name__}, not text")
-
-
-def decode_arguments(args: Any) -> dict[str, Any]:
-    """Tool arguments as a dict; text that is not a JSON object is kept under ``_raw_arguments``."""
-    if isinstance(args, dict):
-        return args
-    if args is None or (isinstance(args, str) and not args.strip()):
-        return {}
-    try:
-        value = loads(args)
-    except (TypeError, ValueError):
-        return {"_raw_arguments": args}
-    return value if isinstance(value, dict) else {"_raw_arguments": args}
 
 
 def _tool_call(call: dict[str, Any]) -> ToolCall:

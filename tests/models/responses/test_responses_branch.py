@@ -17,7 +17,7 @@ from lion_nb import Branch, iModel
 from lion_nb.errors import ExecutionError, StreamInterruptedError
 from lion_nb.models.cassettes import cassette
 from lion_nb.models.endpoints.base import streaming_to
-from tests.fakes.http_server import FIXTURES, FakeProvider
+from tests.fakes.http_server import FIXTURES, FakeProvider, openai_completion
 from tests.fakes.responses_api import ResponsesAPI, compact, variant
 
 KEY = "sk-test-responses-branch-0123456789"
@@ -207,3 +207,19 @@ def test_the_ledger_prices_cached_and_reasoning_tokens(http_fake):
     # 1190 input of which 1024 cached, 142 output (reasoning included)
     expected = (166 * 1.0 + 1024 * 0.1 + 142 * 10.0) / 1e6
     assert usd == pytest.approx(expected)
+
+
+def test_a_chat_completions_model_later_in_the_branch_gets_no_reasoning_items(http_fake):
+    ResponsesAPI(http_fake, [CALL])
+    branch = branch_for(http_fake.openai_url)
+    anyio.run(lambda: branch.operate(instruction="Weather in Paris?", tools=[get_weather]))
+    branch.chat_model = iModel(
+        provider="openai", model="gpt-4o-mini", base_url=http_fake.openai_url, api="chat"
+    )
+    http_fake.push_json(openai_completion("Take an umbrella."))
+    assert anyio.run(branch.communicate, "So?") == "Take an umbrella."
+    sent = http_fake.requests[-1]
+    assert sent.path == "/v1/chat/completions"
+    assistant = [m for m in sent.body["messages"] if m["role"] == "assistant"]
+    assert assistant and all(set(m) <= {"role", "content", "tool_calls"} for m in assistant)
+    assert b"encrypted_content" not in sent.raw
