@@ -53,7 +53,6 @@ __all__ = ["API", "ResponsesStream", "read_response", "responses_body", "to_inpu
 #: the ``api`` tag of this wire's reasoning records
 API = "openai.responses"
 _RENAMED = {"max_tokens": "max_output_tokens", "max_completion_tokens": "max_output_tokens"}
-_CHAT_ONLY = frozenset({"n", "stream_options", "logprobs", "seed", "stop", "reasoning_effort"})
 
 
 # -- request ---------------------------------------------------------------------------------
@@ -75,9 +74,7 @@ def responses_body(
     body["input"] = items
     body["store"] = False
     body["include"] = ["reasoning.encrypted_content"]
-    for key, value in options.items():
-        if key in _CHAT_ONLY:
-            continue
+    for key, value in options.items():  # one the API does not take: its own 400 says so
         body[_RENAMED.get(key, key)] = value
     choice = body.get("tool_choice")
     if isinstance(choice, dict) and isinstance(choice.get("function"), dict):

@@ -38,6 +38,9 @@ Completions and as ``reasoning: {"effort", "summary": "auto"}`` on the Responses
   turn, user and assistant still alternating, whether it offers tools or not. A
   ``tool_choice`` of ``none`` with no tools is dropped: it is the default then, and servers
   refuse ``tool_choice`` without ``tools``.
+- Reasoning text that a server sends beside the answer (``reasoning_content`` or
+  ``reasoning``: DeepSeek, vLLM, Ollama, OpenRouter) is the answer's ``thinking``, and its
+  streamed fragments go to `emit_thinking_delta`.
 - ``prompt_cache_key`` (the branch's id, stable across its turns) routes a conversation's
   requests to the same prompt cache; sent to OpenAI itself (no preset), unless
   ``iModel(cache=False)``.
@@ -77,6 +80,7 @@ from .base import (
     ToolCall,
     decode_arguments,
     emit_text_delta,
+    emit_thinking_delta,
     wants_stream,
 )
 
@@ -331,6 +335,7 @@ class OpenAIEndpoint(HTTPEndpoint):
         choice = _field(_field(data, "choices", list)[0], "choices[0]", dict, whole=True)
         message = _field(choice, "message", dict) or {}
         usage = _field(data, "usage", dict) or {}
+        thinking = message.get("reasoning_content") or message.get("reasoning")
         return ModelResponse(
             text=_content_text(message.get("content")),
             tool_calls=[_tool_call(tc) for tc in _field(message, "tool_calls", list) or []],
@@ -339,6 +344,7 @@ class OpenAIEndpoint(HTTPEndpoint):
             model=data.get("model") or self.model,
             finish_reason=choice.get("finish_reason"),
             request_id=request_id,
+            metadata={"thinking": thinking} if isinstance(thinking, str) and thinking else {},
         )
 
 
@@ -543,6 +549,7 @@ class _ChatStream:
             emit_text_delta(content)
         if reasoning := delta.get("reasoning_content") or delta.get("reasoning"):
             self.reasoning.append(str(reasoning))
+            emit_thinking_delta(str(reasoning))
         for fragment in _field(delta, "tool_calls", list) or []:
             self._tool_fragment(_field(fragment, "tool_calls[]", dict, whole=True))
         if choice.get("finish_reason"):

@@ -85,7 +85,10 @@ def test_the_responses_api_is_posted_to_its_own_path_with_a_stateless_body(http_
     ResponsesAPI(http_fake, ["openai_responses_nonstream.json"])
     request = ask(
         tools=[WEATHER_TOOL],
-        options={"max_tokens": 300, "tool_choice": "auto"},
+        options={
+            "max_tokens": 300,
+            "tool_choice": {"type": "function", "function": {"name": "get_weather"}},
+        },
         cache_key="branch-1",
     )
     result = call(model(http_fake), request)
@@ -112,6 +115,7 @@ def test_the_responses_api_is_posted_to_its_own_path_with_a_stateless_body(http_
             "parameters": WEATHER_TOOL["function"]["parameters"],
         }
     ]
+    assert body["tool_choice"] == {"type": "function", "name": "get_weather"}
     assert body["prompt_cache_key"] == "branch-1"
     assert "stream" not in body
 
@@ -310,3 +314,25 @@ def test_a_provider_that_does_not_map_reasoning_yet_leaves_it_out_and_says_so(ht
     assert result.status == "completed", result.error
     assert "reasoning" not in http_fake.requests[-1].body
     assert any("`reasoning=`" in note for note in result.response.notes)
+
+
+def test_a_chat_completions_reasoning_content_is_thinking_too(http_fake):
+    def chunk(delta: dict, finish: str | None = None) -> str:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish}
+        return "data: " + json.dumps(
+            {"id": "c1", "object": "chat.completion.chunk", "choices": [choice]}
+        )
+
+    http_fake.push_sse(
+        [
+            chunk({"reasoning_content": "Three r's"}),
+            chunk({"reasoning_content": ", counted."}),
+            chunk({"content": "3"}, "stop"),
+            "data: [DONE]",
+        ]
+    )
+    thinking: list[StreamChunk] = []
+    result = call(model(http_fake, api="chat"), ask(stream=True), None, thinking.append)
+    assert result.response.text == "3"
+    assert [c.content for c in thinking] == ["Three r's", ", counted."]
+    assert result.response.metadata == {"thinking": "Three r's, counted."}
