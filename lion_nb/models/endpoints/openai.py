@@ -135,6 +135,9 @@ class OpenAIEndpoint(HTTPEndpoint):
 
     provider: ClassVar[str] = "openai"
     default_base_url: ClassVar[str] = "https://api.openai.com/v1"
+    #: OpenAI's own host, where ``api`` defaults to ``responses``; fixed here, so that a
+    #: ``default_base_url`` pointed at another server (a recording) makes that one ``chat``
+    own_host: ClassVar[str | None] = urlsplit(default_base_url).hostname
     default_key_env: ClassVar[str | None] = "OPENAI_API_KEY"
     takes_reasoning: ClassVar[bool] = True
 
@@ -174,12 +177,8 @@ class OpenAIEndpoint(HTTPEndpoint):
 
     def _implied_api(self) -> str:
         """``responses`` on OpenAI's own host (no preset), ``chat`` everywhere else."""
-        own = urlsplit(self.default_base_url).hostname
-        return (
-            "responses"
-            if self.preset is None and urlsplit(self.base_url).hostname == own
-            else "chat"
-        )
+        own = self.preset is None and urlsplit(self.base_url).hostname == self.own_host
+        return "responses" if own else "chat"
 
     def _implied_vision(self) -> bool:
         return PRESET_SETTINGS.get(self.preset or "", {}).get("vision", True)

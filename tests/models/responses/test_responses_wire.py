@@ -74,6 +74,14 @@ def test_openais_own_host_defaults_to_responses_and_every_other_server_to_chat(h
     assert "api" not in iModel(provider="openai", model="gpt-5.2").to_dict().get("endpoint", {})
 
 
+def test_a_default_base_url_pointed_at_another_server_speaks_chat(http_fake, monkeypatch):
+    """As the tutorials' recorder points it at the loopback server."""
+    from lion_nb.models.endpoints.openai import OpenAIEndpoint
+
+    monkeypatch.setattr(OpenAIEndpoint, "default_base_url", http_fake.openai_url)
+    assert iModel(provider="openai", model="gpt-5.2").endpoint.api == "chat"
+
+
 def test_an_unknown_api_is_a_one_line_configuration_error():
     with pytest.raises(ConfigurationError) as info:
         iModel(provider="openai", model="gpt-5.2", api="completions")
