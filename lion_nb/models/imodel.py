@@ -38,6 +38,7 @@ from .endpoints import (
     resolve_provider,
 )
 from .prices import Pricer, check_price, pricer_for
+from .reasoning import check_reasoning
 from .stream import StreamChunk
 from .usage import ensure_usage
 
@@ -80,7 +81,9 @@ class iModel:
     ``.jsonl`` file, opened in mode ``once``, or a `Cassette`) records and replays this
     model's calls. ``price`` (dollars per million tokens, ``{"input", "output",
     "cache_read", "cache_write"}``, or ``0`` for free) overrides the price table
-    (`lion_nb.models.prices`); ``cache=False`` turns prompt caching off.
+    (`lion_nb.models.prices`); ``cache=False`` turns prompt caching off. ``reasoning``
+    (``"minimal"`` to ``"high"``, here or per call) sets how hard a reasoning model thinks
+    (`lion_nb.models.reasoning`); ``api`` picks an OpenAI-compatible server's wire form.
     """
 
     def __init__(
@@ -103,6 +106,7 @@ class iModel:
         self._pricer: Pricer | None = None
         if not isinstance(cache, bool):
             raise ConfigurationError(f"`cache={cache!r:.40}`: give True or False.")
+        check_reasoning(kwargs.get("reasoning"))
         if endpoint is None:
             if provider is not None and model is None and "/" in provider:
                 provider, model = None, provider
@@ -210,6 +214,7 @@ class iModel:
                 "collects a run) instead of an API call."
             )
         merged = {**self.endpoint.options, **request.options}
+        unused = self._reasoning_unused(merged)
         request.options = merged
         tape = cassette_for(self)
         call = APICall(request=request)
@@ -222,6 +227,8 @@ class iModel:
             else:
                 call.response = await self._complete(request)
             ensure_usage(request, call.response)
+            if unused:
+                call.response.notes.append(unused)
             call.status = "completed"
         except CassetteError:
             raise
@@ -231,6 +238,17 @@ class iModel:
         finally:
             call.duration = time.perf_counter() - start
         return call
+
+    def _reasoning_unused(self, options: dict[str, Any]) -> str | None:
+        """Checks ``reasoning=`` (a `ConfigurationError` before any request); takes it out of
+        ``options`` for an endpoint that does not map it yet, and says so."""
+        if check_reasoning(options.get("reasoning")) is None:
+            options.pop("reasoning", None)
+            return None
+        if self.endpoint.takes_reasoning:
+            return None
+        del options["reasoning"]
+        return f"`reasoning=` is not sent to `{self.provider}` models yet; it was left out."
 
     async def _complete(self, request: ChatRequest) -> ModelResponse:
         """One live call of the endpoint, inside the rate limits."""

@@ -28,6 +28,7 @@ __all__ = [
     "estimated_usage",
     "finite_usd",
     "openai_usage",
+    "responses_usage",
     "token_count",
     "usage_dict",
 ]
@@ -124,6 +125,27 @@ def openai_usage(raw: Any) -> dict[str, Any]:
         reasoning=token_count(
             "reasoning_tokens", _details(raw, "completion_tokens_details").get("reasoning_tokens")
         ),
+        total=token_count("total_tokens", total) if total is not None else None,
+        raw=raw,
+    )
+
+
+def responses_usage(raw: Any) -> dict[str, Any]:
+    """An OpenAI Responses API ``usage``: ``input_tokens`` includes
+    ``input_tokens_details.cached_tokens`` (and ``cache_write_tokens``), ``output_tokens``
+    includes ``output_tokens_details.reasoning_tokens``. Empty without usage."""
+    if not raw:
+        return {}
+    if not isinstance(raw, dict):
+        raise ValueError(f"`usage` is a {type(raw).__name__}, not an object")
+    inputs, outputs = _details(raw, "input_tokens_details"), _details(raw, "output_tokens_details")
+    total = raw.get("total_tokens")
+    return usage_dict(
+        token_count("input_tokens", raw.get("input_tokens")),
+        token_count("output_tokens", raw.get("output_tokens")),
+        cache_read=token_count("cached_tokens", inputs.get("cached_tokens")),
+        cache_write=token_count("cache_write_tokens", inputs.get("cache_write_tokens")),
+        reasoning=token_count("reasoning_tokens", outputs.get("reasoning_tokens")),
         total=token_count("total_tokens", total) if total is not None else None,
         raw=raw,
     )

@@ -215,6 +215,7 @@ def _to_assistant_response(
         "usage": response.usage,
         "model": f"{imodel.provider}/{imodel.model}",
         "cost_usd": usd,  # the ledger's price of this call (None: the model is unpriced)
+        **response.metadata,  # readable thinking, reasoning items to send back
     }
     if response.tool_calls:
         metadata["tool_calls"] = [

@@ -228,6 +228,16 @@ class AssistantResponse(RoledMessage):
     def model_response(self) -> Any:
         return self.metadata.get("model_response")
 
+    def chat_msg(self) -> dict[str, Any]:
+        """The chat message, with the provider's reasoning items when the answer has them
+        (``metadata["reasoning_record"]``): the endpoint that made them sends them back, the
+        others leave them out (`lion_nb.models.reasoning`)."""
+        msg: dict[str, Any] = {"role": "assistant", "content": self.response}
+        record = self.metadata.get("reasoning_record")
+        if record:
+            msg["reasoning_record"] = record
+        return msg
+
     @property
     def usage(self) -> dict[str, Any] | None:
         return self.metadata.get("usage")

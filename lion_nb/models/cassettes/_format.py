@@ -38,6 +38,7 @@ import json
 from typing import Any
 
 from ..endpoints.base import ModelResponse, ToolCall
+from ..reasoning import RECORD
 from ..secrets import redact
 from ..stream import StreamChunk, validate_chunks
 
@@ -90,8 +91,17 @@ def canonical(kind: str, request: dict[str, Any]) -> str:
 
 
 def encode_line(exchange: dict[str, Any]) -> str:
-    """One exchange as one line: sorted keys, readable, never a raw newline."""
-    return json.dumps(exchange, sort_keys=True, ensure_ascii=False)
+    """One exchange as one line: sorted keys, readable, never a raw newline. A reasoning
+    record keeps its own key order: its items go back to the provider exactly as received."""
+    return json.dumps(_sorted(exchange), ensure_ascii=False)
+
+
+def _sorted(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: value[k] if k == RECORD else _sorted(value[k]) for k in sorted(value, key=str)}
+    if isinstance(value, list):
+        return [_sorted(v) for v in value]
+    return value
 
 
 def _options(options: dict[str, Any]) -> dict[str, Any]:
@@ -159,6 +169,7 @@ def response_to_json(response: Any) -> dict[str, Any]:
         "model": response.model,
         "finish_reason": response.finish_reason,
         "request_id": response.request_id,
+        **({"metadata": response.metadata} if response.metadata else {}),
     }
 
 
@@ -171,6 +182,7 @@ def response_from_json(data: dict[str, Any]) -> ModelResponse:
         model=data.get("model"),
         finish_reason=data.get("finish_reason"),
         request_id=data.get("request_id"),
+        metadata=data.get("metadata") or {},
     )
 
 
@@ -276,6 +288,7 @@ def _check_response(response: dict[str, Any]) -> None:
     """Every field `response_from_json` reads has the type a live answer gives it."""
     for name in ("text", "model", "finish_reason", "request_id"):
         _optional(response, name, str, "a string", where="response.")
+    _optional(response, "metadata", dict, "an object", where="response.")
     usage = _optional(response, "usage", dict, "an object", where="response.") or {}
     for name, value in usage.items():
         if name.endswith("_tokens") and value is not None and not _whole(value):

@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from ..clean import loads
 from ..stream import StreamChunk
 
 __all__ = [
@@ -30,14 +31,46 @@ __all__ = [
     "ModelResponse",
     "ToolCall",
     "current_sink",
+    "decode_arguments",
     "emit_text_delta",
+    "emit_thinking_delta",
     "streaming_to",
+    "thinking_to",
     "wants_stream",
 ]
 
 _delta_sink: contextvars.ContextVar[Callable[[str], None] | None] = contextvars.ContextVar(
     "lion_nb_delta_sink", default=None
 )
+
+
+_thinking_sink: contextvars.ContextVar[Callable[[StreamChunk], None] | None] = (
+    contextvars.ContextVar("lion_nb_thinking_sink", default=None)
+)
+
+
+@contextmanager
+def thinking_to(sink: Callable[[StreamChunk], None] | None) -> Iterator[None]:
+    """Send streamed reasoning fragments produced in this context to ``sink``, each as a
+    ``thinking`` `StreamChunk` (``is_delta``), the type a CLI agent's reasoning has."""
+    token = _thinking_sink.set(sink)
+    try:
+        yield
+    finally:
+        _thinking_sink.reset(token)
+
+
+def emit_thinking_delta(text: str) -> None:
+    """Hand one reasoning fragment to the `thinking_to` sink; a failing sink never breaks a
+    call."""
+    sink = _thinking_sink.get()
+    if sink is not None and text:
+        try:
+            sink(StreamChunk(type="thinking", content=text, is_delta=True))
+        except Exception:
+            import logging
+
+            logging.getLogger("lion_nb.models").warning("thinking sink failed", exc_info=True)
 
 
 @contextmanager
@@ -56,8 +89,8 @@ def current_sink() -> Callable[[str], None] | None:
 
 
 def wants_stream() -> bool:
-    """Whether someone in this context listens to text fragments."""
-    return _delta_sink.get() is not None
+    """Whether someone in this context listens to text or reasoning fragments."""
+    return _delta_sink.get() is not None or _thinking_sink.get() is not None
 
 
 def emit_text_delta(text: str) -> None:
@@ -91,6 +124,19 @@ class ChatRequest:
     cache_key: str | None = None
 
 
+def decode_arguments(args: Any) -> dict[str, Any]:
+    """Tool arguments as a dict; text that is not a JSON object is kept under ``_raw_arguments``."""
+    if isinstance(args, dict):
+        return args
+    if args is None or (isinstance(args, str) and not args.strip()):
+        return {}
+    try:
+        value = loads(args)
+    except (TypeError, ValueError):
+        return {"_raw_arguments": args}
+    return value if isinstance(value, dict) else {"_raw_arguments": args}
+
+
 @dataclass(slots=True)
 class ToolCall:
     id: str
@@ -112,6 +158,9 @@ class ModelResponse:
     #: what the endpoint had to do differently to get this answer (a format it fell back
     #: to, for example); recorded with the answer and in the branch's log
     notes: list[str] = field(default_factory=list)
+    #: what the answer's message keeps in its ``metadata`` besides text and calls: the
+    #: readable ``thinking`` and the provider's reasoning items (`lion_nb.models.reasoning`)
+    metadata: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -130,6 +179,8 @@ class Endpoint(ABC):  # noqa: B024 - the two families below are the abstract con
 
     provider: ClassVar[str] = ""
     is_cli: ClassVar[bool] = False
+    #: whether requests carry ``reasoning=`` (`lion_nb.models.reasoning`); else it is left out
+    takes_reasoning: ClassVar[bool] = False
     #: how the ledger treats this endpoint's calls: ``live`` (budgets checked before, cost
     #: recorded after), ``paid`` (recorded only: the answer was paid for elsewhere, a
     #: provider batch), ``none`` (not a model call at all)

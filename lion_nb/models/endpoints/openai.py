@@ -1,7 +1,11 @@
-"""`OpenAIEndpoint`: any OpenAI-compatible chat completions server over HTTP.
+"""`OpenAIEndpoint`: any OpenAI-compatible server over HTTP, in one of two wire forms.
 
 OpenAI itself, and through ``base_url`` (or a preset) Ollama, vLLM, llama.cpp, LM Studio,
-OpenRouter, Groq and the like: requests go to ``{base_url}/chat/completions``.
+OpenRouter, Groq and the like: requests go to ``{base_url}/chat/completions``, or with
+``api="responses"`` to ``{base_url}/responses`` (the Responses API, `_responses`). OpenAI's
+own host defaults to ``responses``, every other server to ``chat``, the form they all speak.
+``reasoning=`` (`lion_nb.models.reasoning`) is sent as ``reasoning_effort`` on Chat
+Completions and as ``reasoning: {"effort", "summary": "auto"}`` on the Responses API.
 
 - A call streams when the request asks for it or someone listens (`streaming_to`); text
   fragments go to `emit_text_delta` as they arrive, and the usage comes from
@@ -34,6 +38,9 @@ OpenRouter, Groq and the like: requests go to ``{base_url}/chat/completions``.
   turn, user and assistant still alternating, whether it offers tools or not. A
   ``tool_choice`` of ``none`` with no tools is dropped: it is the default then, and servers
   refuse ``tool_choice`` without ``tools``.
+- Reasoning text that a server sends beside the answer (``reasoning_content`` or
+  ``reasoning``: DeepSeek, vLLM, Ollama, OpenRouter) is the answer's ``thinking``, and its
+  streamed fragments go to `emit_thinking_delta`.
 - ``prompt_cache_key`` (the branch's id, stable across its turns) routes a conversation's
   requests to the same prompt cache; sent to OpenAI itself (no preset), unless
   ``iModel(cache=False)``.
@@ -53,20 +60,32 @@ from __future__ import annotations
 import json
 import re
 from typing import Any, ClassVar
+from urllib.parse import urlsplit
 
 from httpx_sse import ServerSentEvent
 
 from ...errors import ConfigurationError, ProviderError
 from ..clean import loads
 from ..media import text_only
+from ..reasoning import RECORD
 from ..usage import openai_usage
 from . import PRESET_SETTINGS
+from . import _responses as responses_api
 from ._http import HTTPEndpoint
 from ._http_errors import error_fields, error_from_payload, stream_error
 from ._structured import check_form, other_form, refuses_form, wire_format
-from .base import ChatRequest, ModelResponse, ToolCall, emit_text_delta, wants_stream
+from .base import (
+    ChatRequest,
+    ModelResponse,
+    ToolCall,
+    decode_arguments,
+    emit_text_delta,
+    emit_thinking_delta,
+    wants_stream,
+)
 
 __all__ = [
+    "API_FORMS",
     "TOOL_HISTORY_FORMS",
     "OpenAIEndpoint",
     "has_media",
@@ -76,6 +95,8 @@ __all__ = [
 
 #: how a request without tools carries earlier tool calls: ``native`` or ``text``
 TOOL_HISTORY_FORMS = ("native", "text")
+#: the wire forms: Chat Completions or the Responses API
+API_FORMS = ("chat", "responses")
 _TEXT_HISTORY_PRESETS = frozenset({"llamacpp"})
 _NO_VISION = "this model does not read images or files, so it was described instead"
 _MEDIA_WORDS = re.compile(r"image|vision|multimodal|file part|\bfile\b|pdf", re.IGNORECASE)
@@ -114,13 +135,25 @@ class OpenAIEndpoint(HTTPEndpoint):
 
     provider: ClassVar[str] = "openai"
     default_base_url: ClassVar[str] = "https://api.openai.com/v1"
+    #: OpenAI's own host, where ``api`` defaults to ``responses``; fixed here, so that a
+    #: ``default_base_url`` pointed at another server (a recording) makes that one ``chat``
+    own_host: ClassVar[str | None] = urlsplit(default_base_url).hostname
     default_key_env: ClassVar[str | None] = "OPENAI_API_KEY"
+    takes_reasoning: ClassVar[bool] = True
 
     def __init__(self, model: str, **kwargs: Any):
         form = check_form(kwargs.pop("structured_output", None) or "json_schema")
         history = kwargs.pop("tool_history", None)
         vision = kwargs.pop("vision", None)
+        api = kwargs.pop("api", None)
+        if api is not None and api not in API_FORMS:
+            raise ConfigurationError(
+                f"`api={api!r:.40}`: use `chat` (Chat Completions, every compatible server) "
+                "or `responses` (the Responses API)."
+            )
         super().__init__(model, **kwargs)
+        #: the wire form: ``chat`` (``/chat/completions``) or ``responses`` (``/responses``)
+        self.api: str = api or self._implied_api()
         #: whether the model reads images and files (else they go as descriptions)
         self.vision = bool(self._implied_vision() if vision is None else vision)
         #: the configured ``response_format`` form (see `_structured`)
@@ -138,7 +171,14 @@ class OpenAIEndpoint(HTTPEndpoint):
             data["tool_history"] = self.tool_history
         if self.vision != self._implied_vision():
             data["vision"] = self.vision
+        if self.api != self._implied_api():
+            data["api"] = self.api
         return data
+
+    def _implied_api(self) -> str:
+        """``responses`` on OpenAI's own host (no preset), ``chat`` everywhere else."""
+        own = self.preset is None and urlsplit(self.base_url).hostname == self.own_host
+        return "responses" if own else "chat"
 
     def _implied_vision(self) -> bool:
         return PRESET_SETTINGS.get(self.preset or "", {}).get("vision", True)
@@ -147,6 +187,8 @@ class OpenAIEndpoint(HTTPEndpoint):
         return "text" if self.preset in _TEXT_HISTORY_PRESETS else "native"
 
     async def complete(self, request: ChatRequest) -> ModelResponse:
+        if self.api == "responses":
+            return await self._complete_responses(request)
         auth = self.request_auth()  # the key is read from its `Secret` only when sent
         form = self._working_form or self.structured_output
         may_refuse = bool(request.response_format) and "type" not in request.response_format
@@ -168,6 +210,41 @@ class OpenAIEndpoint(HTTPEndpoint):
                 f'uses. Set `structured_output="{fallback}"` on the model to skip the refusal.'
             )
         response = self.read_answer(self._response, reply.data, reply.request_id)
+        response.notes.extend(notes)
+        return response
+
+    async def _complete_responses(self, request: ChatRequest) -> ModelResponse:
+        """One call on the Responses API (`_responses`)."""
+        auth = self.request_auth()
+        notes: list[str] = []
+        request = self._media_for_model(request, notes)
+        options = {k: v for k, v in request.options.items() if v is not None}
+        stream = bool(options.pop("stream", False)) or request.stream or wants_stream()
+        effort = options.pop("reasoning", None)
+        cache_key = (
+            request.cache_key if self.preset is None and getattr(self, "cache", True) else None
+        )
+        body = responses_api.responses_body(
+            self.model, request, options, stream=stream, effort=effort, cache_key=cache_key
+        )
+        if stream:
+            reply = await self._http.post_stream(
+                "/responses",
+                body,
+                self.headers,
+                lambda rid: responses_api.ResponsesStream(self.name, rid),
+                auth=auth,
+                key_hint=self.key_hint,
+            )
+        else:
+            reply = await self._http.post_json(
+                "/responses", body, self.headers, auth=auth, key_hint=self.key_hint
+            )
+        if error_fields(reply.data)[0] is not None and not (reply.data or {}).get("output"):
+            raise error_from_payload(self.name, None, reply.data, request_id=reply.request_id)
+        response = self.read_answer(
+            responses_api.read_response, reply.data, reply.request_id, self.model
+        )
         response.notes.extend(notes)
         return response
 
@@ -219,11 +296,14 @@ class OpenAIEndpoint(HTTPEndpoint):
     def _body(self, request: ChatRequest, form: str = "json_schema") -> tuple[dict[str, Any], bool]:
         options = {k: v for k, v in request.options.items() if v is not None}
         stream = bool(options.pop("stream", False)) or request.stream or wants_stream()
+        effort = options.pop("reasoning", None)
         body: dict[str, Any] = {
             "model": self.model,
             "messages": _wire_messages(request.messages),
             **options,
         }
+        if effort is not None:
+            body["reasoning_effort"] = effort
         if self.tool_history == "text":  # every request, with or without tools offered
             body["messages"] = text_tool_history(body["messages"])
         if not request.tools and body.get("tool_choice") == "none":  # the default then
@@ -254,6 +334,7 @@ class OpenAIEndpoint(HTTPEndpoint):
         choice = _field(_field(data, "choices", list)[0], "choices[0]", dict, whole=True)
         message = _field(choice, "message", dict) or {}
         usage = _field(data, "usage", dict) or {}
+        thinking = message.get("reasoning_content") or message.get("reasoning")
         return ModelResponse(
             text=_content_text(message.get("content")),
             tool_calls=[_tool_call(tc) for tc in _field(message, "tool_calls", list) or []],
@@ -262,6 +343,7 @@ class OpenAIEndpoint(HTTPEndpoint):
             model=data.get("model") or self.model,
             finish_reason=choice.get("finish_reason"),
             request_id=request_id,
+            metadata={"thinking": thinking} if isinstance(thinking, str) and thinking else {},
         )
 
 
@@ -282,6 +364,8 @@ def _wire_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _wire_message(msg: dict[str, Any]) -> dict[str, Any]:
+    if RECORD in msg:  # the Responses API's reasoning items: nothing Chat Completions takes
+        msg = {k: v for k, v in msg.items() if k != RECORD}
     if msg.get("role") == "tool" and not isinstance(msg.get("content"), (str, list)):
         return {**msg, "content": json.dumps(msg.get("content"), default=str)}
     calls = msg.get("tool_calls")
@@ -391,19 +475,6 @@ def _content_text(content: Any) -> str:
     raise ValueError(f"`content` is a {type(content).__name__}, not text")
 
 
-def decode_arguments(args: Any) -> dict[str, Any]:
-    """Tool arguments as a dict; text that is not a JSON object is kept under ``_raw_arguments``."""
-    if isinstance(args, dict):
-        return args
-    if args is None or (isinstance(args, str) and not args.strip()):
-        return {}
-    try:
-        value = loads(args)
-    except (TypeError, ValueError):
-        return {"_raw_arguments": args}
-    return value if isinstance(value, dict) else {"_raw_arguments": args}
-
-
 def _tool_call(call: dict[str, Any]) -> ToolCall:
     _field(call, "tool_calls[]", dict, whole=True)
     fn = _field(call, "function", dict) or {}
@@ -486,6 +557,7 @@ class _ChatStream:
             emit_text_delta(content)
         if reasoning := delta.get("reasoning_content") or delta.get("reasoning"):
             self.reasoning.append(str(reasoning))
+            emit_thinking_delta(str(reasoning))
         for fragment in _field(delta, "tool_calls", list) or []:
             self._tool_fragment(_field(fragment, "tool_calls[]", dict, whole=True))
         if choice.get("finish_reason"):
