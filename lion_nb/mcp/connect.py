@@ -95,7 +95,7 @@ async def connect(
     await server.start()
     if name in servers:
         await disconnect(owner, name)
-    server.approve = approve  # type: ignore[attr-defined] - given to branches included later
+    server.approve = approve  # type: ignore[attr-defined]  # given to branches included later
     servers[name] = server
     for branch in _branches(owner):
         attach_tools(branch, server, approve)

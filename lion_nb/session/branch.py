@@ -614,7 +614,7 @@ class Branch(BranchVerbs, Element):
             return call.response.text
 
         consult.__name__ = tool_name
-        consult.imodel = consulted  # type: ignore[attr-defined] - lets callers find the model
+        consult.imodel = consulted  # type: ignore[attr-defined]  # lets callers find the model
         consult.__doc__ = description or f"Ask the `{imodel.provider}/{imodel.model}` model."
         from ..protocols.actions import Tool
 
