@@ -410,7 +410,7 @@ class ActionManager:
             error = None
             try:
                 text = json.dumps(output, ensure_ascii=False, default=str)
-            except (TypeError, ValueError):
+            except Exception:  # unprintable parts: made plain (and noted) when recorded
                 return output
         if len(text) <= budget * 2:  # within the budget whatever the text (no estimate)
             return output
