@@ -743,3 +743,14 @@ def test_auto_answers_with_a_python_block_that_parses_when_asked_for_code(questi
 def test_auto_answers_in_prose_when_code_is_not_asked_for():
     text = ask(iModel("offline/auto"), "Tell me about code review.").response.text
     assert text.startswith("Offline model:") and "```" not in text
+
+
+def test_auto_takes_numbers_and_an_enum_value_from_the_instruction():
+    response = run_tools_round([user("What is 6 times 7.5? Use multiply on 6 and 7.5.")])
+    assert [(c.name, c.arguments) for c in response.tool_calls] == [
+        ("multiply", {"a": 6, "b": 7.5})
+    ]
+    ends = run_tools_round([user("Use multiply on 4 and 5.")])
+    assert ends.tool_calls[0].arguments == {"a": 4, "b": 5}
+    explicit = run_tools_round([user("lookup city=Oslo units=imperial")])
+    assert explicit.tool_calls[0].arguments == {"city": "Oslo", "units": "imperial"}
