@@ -417,6 +417,8 @@ def test_auto_takes_a_required_string_from_a_quote_or_the_text_after_the_name():
     ]
     after = notes_round("use add_note: buy oat milk")
     assert after.tool_calls[0].arguments == {"text": "buy oat milk"}
+    clause = notes_round("Use add_note for call Ada, then list_notes.")
+    assert clause.tool_calls[0].arguments == {"text": "call Ada"}
     explicit = notes_round('call add_note text="call me" and list_notes')
     assert [(c.name, c.arguments) for c in explicit.tool_calls] == [
         ("add_note", {"text": "call me"}),

@@ -37,8 +37,8 @@ _QUOTED = re.compile(
     r"\"([^\"]*)\"|“([^”]*)”|‘([^’]*)’|(?:(?<=\s)|^)'([^']+)'(?=[\s.,;:!?)]|$)|`([^`]+)`"
 )
 _SENTENCE_END = re.compile(r"\n|(?<=[.!?])\s")
-# where the words after a tool's name stop being its argument: "for Lisbon*:* is it warm?"
-_CLAUSE_END = re.compile(r"[:;\n]|[.!?](?:\s|$)")
+# where the words after a tool's name stop being its argument: "for Lisbon*,* then ..."
+_CLAUSE_END = re.compile(r"[:;,\n]|[.!?](?:\s|$)")
 _TRAIL = re.compile(r"(?:[\s,.!?]|\b(?:and|then|also|or|with)\b)+$", re.IGNORECASE)
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?!\w|\.\d)")
 # words between a tool's name and its argument: "use get_time *for* Paris"

@@ -171,15 +171,26 @@ def widget_frontend() -> bool:
 
 
 def terminal_shell() -> bool:
-    """Whether this process is a terminal IPython (display updates print as new output)."""
+    """Whether this is a terminal IPython someone types into: its display prints every
+    update as new output, and Ctrl-C reaches it as SIGINT. An embedded shell whose display
+    is captured (a test's, a tool's) is not one, even when it is a terminal shell's class."""
     import sys
 
     terminal = sys.modules.get("IPython.terminal.interactiveshell")
     if terminal is None:  # never imported: no terminal shell is running
         return False
     from IPython import get_ipython
+    from IPython.core.displaypub import DisplayPublisher
 
-    return isinstance(get_ipython(), terminal.TerminalInteractiveShell)
+    shell = get_ipython()
+    if not isinstance(shell, terminal.TerminalInteractiveShell):
+        return False
+    if type(getattr(shell, "display_pub", None)) is not DisplayPublisher:  # captured
+        return False
+    try:
+        return sys.stdin.isatty()
+    except (AttributeError, ValueError):  # no stdin, or a closed one
+        return False
 
 
 _factory: Callable[[TurnInfo], TurnView] | None = None
