@@ -2,7 +2,7 @@
 
 A round is an `operate` with the tools on and a `ReActAnalysis` answer (the analysis so far,
 tool calls to make, and whether another round is needed). A model that answers a round with
-tool calls only (the offline ``auto`` model always does, as many real ones do) gets one
+tool calls only (as many models do, the offline ``auto`` one when tools are named) gets one
 follow-up in the same round, with the tools off, asking for the analysis of the results; so
 every round yields an analysis and the follow-up does not use up an extension.
 

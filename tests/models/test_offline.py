@@ -306,8 +306,11 @@ def tool_messages(calls: list[ToolCall]) -> list[dict[str, Any]]:
     ]
 
 
-def test_auto_calls_every_offered_tool_once_with_valid_arguments():
-    response = run_tools_round([user("Multiply and look up.")])
+NAMED = "Use multiply on 2 and 3, then lookup 'Paris'."
+
+
+def test_auto_calls_each_named_tool_once_with_valid_arguments():
+    response = run_tools_round([user(NAMED)])
     assert response.text == ""
     assert response.finish_reason == "tool_calls"
     assert [c.name for c in response.tool_calls] == ["multiply", "lookup"]
@@ -320,35 +323,38 @@ def test_auto_calls_every_offered_tool_once_with_valid_arguments():
         anyio.run(tool.call, call.arguments)  # raises if the arguments do not validate
 
 
-def test_auto_answers_with_the_tool_results_once_every_tool_ran():
-    first = run_tools_round([user("Multiply and look up.")])
-    messages = [user("Multiply and look up."), *tool_messages(first.tool_calls)]
+def test_auto_answers_with_the_tool_results_once_every_named_tool_ran():
+    first = run_tools_round([user(NAMED)])
+    messages = [user(NAMED), *tool_messages(first.tool_calls)]
     final = run_tools_round(messages)
     assert final.tool_calls == [] and final.finish_reason == "stop"
     assert "multiply → 6.0" in final.text
     assert "lookup → " in final.text and "Paris" in final.text
-    assert "“Multiply and look up.”" in final.text
+    assert f"“{NAMED}”" in final.text
 
 
 def test_auto_final_answer_is_json_when_a_format_is_asked():
     fmt = {"name": "Address", "schema": Address.model_json_schema()}
-    first = run_tools_round([user("Where?")], response_format=fmt)
+    first = run_tools_round([user(NAMED)], response_format=fmt)
     assert len(first.tool_calls) == 2
-    final = run_tools_round([user("Where?"), *tool_messages(first.tool_calls)], response_format=fmt)
+    final = run_tools_round([user(NAMED), *tool_messages(first.tool_calls)], response_format=fmt)
     Address.model_validate_json(final.text)
 
 
 def test_auto_calls_only_the_tools_not_yet_called_this_turn():
-    first = run_tools_round([user("go")])
+    first = run_tools_round([user(NAMED)])
     only_multiply = [c for c in first.tool_calls if c.name == "multiply"]
-    response = run_tools_round([user("go"), *tool_messages(only_multiply)])
+    response = run_tools_round([user(NAMED), *tool_messages(only_multiply)])
     assert [c.name for c in response.tool_calls] == ["lookup"]
 
 
 def test_a_new_user_message_starts_a_new_turn_of_tool_calls():
-    first = run_tools_round([user("go")])
-    history = [user("go"), *tool_messages(first.tool_calls)]
-    history += [{"role": "assistant", "content": "done"}, user("again")]
+    first = run_tools_round([user(NAMED)])
+    history = [user(NAMED), *tool_messages(first.tool_calls)]
+    history += [
+        {"role": "assistant", "content": "done"},
+        user("Again: multiply 4 by 5, lookup 'Oslo'."),
+    ]
     again = run_tools_round(history)
     assert [c.name for c in again.tool_calls] == ["multiply", "lookup"]
     assert {c.id for c in again.tool_calls}.isdisjoint({c.id for c in first.tool_calls})
@@ -357,8 +363,75 @@ def test_a_new_user_message_starts_a_new_turn_of_tool_calls():
 def test_tool_choice_none_and_named_tool_choice_are_respected():
     assert run_tools_round([user("go")], options={"tool_choice": "none"}).tool_calls == []
     named = {"type": "function", "function": {"name": "lookup"}}
-    response = run_tools_round([user("go")], options={"tool_choice": named})
+    response = run_tools_round([user("Weather in 'Oslo'?")], options={"tool_choice": named})
     assert [c.name for c in response.tool_calls] == ["lookup"]
+    assert response.tool_calls[0].arguments == {"city": "Oslo"}
+
+
+NOTES = [
+    {
+        "name": "add_note",
+        "description": "Add a note to the notebook of notes.",
+        "parameters": {
+            "type": "object",
+            "properties": {"text": {"type": "string"}},
+            "required": ["text"],
+        },
+    },
+    {"name": "list_notes", "description": "Every note, one a line.", "parameters": {}},
+    {"name": "clear_notes", "description": "Every note goes.", "parameters": {}},
+    {"name": "tidy", "description": "Remove every file in the folder.", "parameters": {}},
+]
+
+
+def notes_round(text: str, **kw: Any) -> ModelResponse:
+    call = anyio.run(
+        iModel("offline/auto").invoke, ChatRequest(messages=[user(text)], tools=NOTES, **kw)
+    )
+    assert call.status == "completed", call.error
+    return call.response
+
+
+def test_auto_calls_no_tool_the_instruction_does_not_name():
+    response = notes_round("Add a note that says hi.")
+    assert response.tool_calls == [] and response.finish_reason == "stop"
+    assert "`add_note`" in response.text and "names it" in response.text
+
+
+def test_auto_never_calls_a_destructive_tool_even_when_named():
+    for text in ("Call clear_notes now.", "Use tidy.", "call clear_notes and list_notes"):
+        response = notes_round(text)
+        assert "clear_notes" not in [c.name for c in response.tool_calls]
+        assert "tidy" not in [c.name for c in response.tool_calls]
+        assert "never calls it" in response.text or response.tool_calls
+    both = notes_round("call clear_notes and list_notes")
+    assert [c.name for c in both.tool_calls] == ["list_notes"]
+    forced = {"type": "function", "function": {"name": "clear_notes"}}
+    assert notes_round("Go.", options={"tool_choice": forced}).tool_calls == []
+
+
+def test_auto_takes_a_required_string_from_a_quote_or_the_text_after_the_name():
+    quoted = notes_round("Please call add_note with 'buy milk'.")
+    assert [(c.name, c.arguments) for c in quoted.tool_calls] == [
+        ("add_note", {"text": "buy milk"})
+    ]
+    after = notes_round("use add_note: buy oat milk")
+    assert after.tool_calls[0].arguments == {"text": "buy oat milk"}
+    clause = notes_round("Use add_note for call Ada, then list_notes.")
+    assert clause.tool_calls[0].arguments == {"text": "call Ada"}
+    explicit = notes_round('call add_note text="call me" and list_notes')
+    assert [(c.name, c.arguments) for c in explicit.tool_calls] == [
+        ("add_note", {"text": "call me"}),
+        ("list_notes", {}),
+    ]
+
+
+def test_auto_does_not_call_a_tool_whose_required_argument_is_missing():
+    response = notes_round("Use add_note.")
+    assert response.tool_calls == []
+    assert "`add_note` needs `text`" in response.text
+    weather = run_tools_round([user("Use lookup.")])
+    assert weather.tool_calls == [] and "`lookup` needs `city`" in weather.text
 
 
 # -- streaming and delay ---------------------------------------------------------------------------
@@ -604,7 +677,7 @@ def test_auto_follow_up_answer_speaks_of_the_tool_results_just_before_it():
 
     async def turns() -> str:
         branch = Branch()
-        await branch.operate(instruction="Weather in Lisbon?", tools=[_weather])
+        await branch.operate(instruction="Use _weather for Lisbon.", tools=[_weather])
         return await branch.communicate("Now answer.")
 
     answer = anyio.run(turns)
@@ -619,7 +692,7 @@ def test_auto_does_not_quote_old_tool_results_in_later_answers():
 
     async def turns() -> list[str]:
         branch = Branch()
-        await branch.operate(instruction="Weather in Lisbon?", tools=[_weather])
+        await branch.operate(instruction="Use _weather for Lisbon.", tools=[_weather])
         answers = [await branch.communicate("Now answer.")]
         answers.append(await branch.communicate("Suggest a museum."))
         branch.acts.remove_tool("_weather")
@@ -638,7 +711,7 @@ def test_react_final_answer_comes_after_the_analysis_not_the_calls():
 
     branch = Branch()
     answer = anyio.run(
-        lambda: branch.ReAct({"instruction": "Weather in Lisbon?"}, tools=[_weather])
+        lambda: branch.ReAct({"instruction": "Use _weather for Lisbon."}, tools=[_weather])
     )
     kinds = [m.kind for m in branch.messages]
     assert kinds.count("action_response") == 1  # the tool ran in the first round
@@ -672,3 +745,14 @@ def test_auto_answers_with_a_python_block_that_parses_when_asked_for_code(questi
 def test_auto_answers_in_prose_when_code_is_not_asked_for():
     text = ask(iModel("offline/auto"), "Tell me about code review.").response.text
     assert text.startswith("Offline model:") and "```" not in text
+
+
+def test_auto_takes_numbers_and_an_enum_value_from_the_instruction():
+    response = run_tools_round([user("What is 6 times 7.5? Use multiply on 6 and 7.5.")])
+    assert [(c.name, c.arguments) for c in response.tool_calls] == [
+        ("multiply", {"a": 6, "b": 7.5})
+    ]
+    ends = run_tools_round([user("Use multiply on 4 and 5.")])
+    assert ends.tool_calls[0].arguments == {"a": 4, "b": 5}
+    explicit = run_tools_round([user("lookup city=Oslo units=imperial")])
+    assert explicit.tool_calls[0].arguments == {"city": "Oslo", "units": "imperial"}

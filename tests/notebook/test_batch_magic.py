@@ -64,7 +64,7 @@ def test_map_over_a_dataframe_shows_and_returns_a_new_column(nb):
 
 def test_map_with_tools_offers_them_to_each_items_clone_only(nb):
     run(nb, 'def weather(city: str) -> str:\n    """Weather."""\n    return "sunny"')
-    ran = run(nb, "%%lion -m offline/auto --map cities -t weather -q\nWeather in {item}?")
+    ran = run(nb, "%%lion -m offline/auto --map cities -t weather -q\nUse weather for {item}.")
     assert ran.error is None, ran
     session = current_session()
     assert "weather" not in session.get_branch("main").tools

@@ -132,7 +132,7 @@ def test_parse_operation(nb):
 
 
 def test_tools_are_notebook_functions_and_get_called(nb):
-    ran = run(nb, "%%lion -t lookup\nWeather in Oslo?")
+    ran = run(nb, "%%lion -t lookup\nWeather in Oslo? Use lookup for Oslo.")
     assert ran.error is None, ran
     assert nb.user_ns["calls"], "the tool was not called"
     kinds = [m.kind for m in branch().messages]
@@ -140,7 +140,10 @@ def test_tools_are_notebook_functions_and_get_called(nb):
 
 
 def test_react_with_tools_and_max_extensions(nb):
-    ran = run(nb, "%%lion --op ReAct -t lookup --max-extensions 1\nWeather in Paris?")
+    ran = run(
+        nb,
+        "%%lion --op ReAct -t lookup --max-extensions 1\nWeather in Paris? Use lookup for Paris.",
+    )
     assert ran.error is None, ran
     assert nb.user_ns["calls"]
     assert isinstance(ran.value, str)
@@ -407,12 +410,12 @@ def test_help_suggests_help_for_a_misspelt_help(nb):
 
 
 def test_redefining_a_tool_and_rerunning_the_cell_uses_the_new_function(nb):
-    assert run(nb, "%%lion -t lookup -q\nWeather in Oslo?").error is None
+    assert run(nb, "%%lion -t lookup -q\nWeather in Oslo? Use lookup for Oslo.").error is None
     run(
         nb,
         "def lookup(city: str) -> str:\n    'The weather in a city.'\n    calls.append('new ' + city)\n    return 'rain'",
     )
-    ran = run(nb, "%%lion -t lookup -q\nWeather in Rome?")
+    ran = run(nb, "%%lion -t lookup -q\nWeather in Rome? Use lookup for Rome.")
     assert ran.error is None, ran
     assert nb.user_ns["calls"][-1].startswith("new ")
 

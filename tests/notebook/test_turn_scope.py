@@ -44,12 +44,12 @@ def main():
 def test_cell_tools_are_offered_to_their_turn_only(nb):
     ran = run(nb, "%%lion -t weather\nWhat is the weather in Oslo?")
     assert ran.error is None, ran
-    assert nb.user_ns["calls"] == ["example city"]
+    assert nb.user_ns["calls"] == ["Oslo"]
     assert main().tools == {}  # nothing left on the branch
     later = run(nb, "%%lion\nSuggest a museum.")
     assert later.error is None, later
     assert later.value.startswith("Offline model: you asked “Suggest a museum.”")
-    assert nb.user_ns["calls"] == ["example city"]  # not offered, not called again
+    assert nb.user_ns["calls"] == ["Oslo"]  # not offered, not called again
     assert "weather" not in str(run(nb, "%lion branches").value)
 
 
@@ -57,7 +57,7 @@ def test_a_cell_tool_that_replaces_a_branch_tool_is_put_back_after_the_turn(nb):
     assert run(nb, "%lion tool weather").error is None
     registered = main().tools["weather"]
     run(nb, "def weather(city: str) -> str:\n    'Rain today.'\n    return 'rain'")
-    ran = run(nb, "%%lion -t weather -q\nWeather in Rome?")
+    ran = run(nb, "%%lion -t weather -q\nUse weather for Rome.")
     assert ran.error is None, ran
     assert "rain" in [m.rendered for m in main().messages if m.kind == "action_response"]
     assert main().tools["weather"] is registered  # the branch's own tool again
@@ -88,11 +88,11 @@ def test_a_plain_turn_on_a_branch_with_tools_shows_the_answer(nb):
 
 def test_response_format_on_a_branch_with_tools_is_an_instance(nb):
     assert run(nb, "%lion tool weather").error is None
-    ran = run(nb, "%%lion -r Trip -o trip -q\nSuggest a short trip.")
+    ran = run(nb, "%%lion -r Trip -o trip -q\nUse weather for Lisbon, then suggest a short trip.")
     assert ran.error is None, ran
     trip = nb.user_ns["trip"]
     assert isinstance(trip, nb.user_ns["Trip"]) and isinstance(trip.days, int)
-    assert nb.user_ns["calls"]  # the tool ran first
+    assert nb.user_ns["calls"] == ["Lisbon"]  # the tool ran first
 
 
 def test_format_code_asks_for_code_and_the_new_cell_holds_python(nb):

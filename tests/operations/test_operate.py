@@ -97,7 +97,11 @@ def test_injected_middle_is_called_exactly_once():
     middle = CountingMiddle()
     b = Branch()
     out = _operate(
-        b, instruction="weather?", response_format=Weather, tools=[get_weather], middle=middle
+        b,
+        instruction="Use get_weather for Oslo.",
+        response_format=Weather,
+        tools=[get_weather],
+        middle=middle,
     )
     assert len(middle.calls) == 1
     assert out["action_responses"][0]["output"]["temp"] == 21.5
@@ -271,7 +275,10 @@ def test_structured_output_with_the_auto_model():
 def test_tool_use_with_the_auto_model_then_the_answer():
     b = Branch()
     first = _operate(
-        b, instruction="weather in Oslo?", response_format=Weather, tools=[get_weather]
+        b,
+        instruction="Weather in Oslo? Use get_weather for Oslo.",
+        response_format=Weather,
+        tools=[get_weather],
     )
     assert first["response"] is None
     assert first["action_requests"][0]["function"] == "get_weather"
@@ -346,7 +353,11 @@ def test_native_and_unknown_tool_calls_are_contained():
 def test_invoke_actions_false_runs_nothing():
     b = Branch()
     out = _operate(
-        b, instruction="q", response_format=Weather, tools=[get_weather], invoke_actions=False
+        b,
+        instruction="Use get_weather for Oslo.",
+        response_format=Weather,
+        tools=[get_weather],
+        invoke_actions=False,
     )
     assert out["action_requests"][0]["function"] == "get_weather" and out["action_responses"] == []
     assert not any(m.kind == "action_response" for m in b.messages)

@@ -127,7 +127,10 @@ def test_react_end_to_end_with_the_auto_model():
 
     async def go():
         return await b.ReAct(
-            {"instruction": "Define entropy", "context": {"field": "physics"}},
+            {
+                "instruction": "Define entropy: use lookup for entropy.",
+                "context": {"field": "physics"},
+            },
             tools=[lookup],
             response_format=Answer,
             return_analysis=True,

@@ -367,7 +367,7 @@ def test_the_dropdown_switches_to_operate_and_the_tool_call_is_an_action_entry()
     index = list(chat.picker.options).index("operate")
     _front_end(chat.picker, "update", {"index": index})  # what the dropdown sends
     assert chat.operation == "operate"
-    asyncio.run(chat.send("Weather in Oslo?"))
+    asyncio.run(chat.send("Weather in Oslo? Use get_weather for Oslo."))
 
     actions = [e for e in chat.view.entries if e["kind"] == "action"]
     assert [a["function"] for a in actions] == ["get_weather"]

@@ -68,7 +68,8 @@ PRESETS: dict[str, tuple[str, str, str | None]] = {
 # settings a preset implies beyond its URL and key: how its server takes a JSON schema,
 # whether its models read images
 PRESET_SETTINGS: dict[str, dict[str, Any]] = {
-    "llamacpp": {"structured_output": "json_object"},
+    # its built-in chat templates read string content only: an image part empties the turn
+    "llamacpp": {"structured_output": "json_object", "vision": False},
     "deepseek": {"vision": False},  # its chat models read text only
 }
 

@@ -3,8 +3,11 @@
 Three models, all through the ordinary `APIEndpoint` seam so that everything above it (the
 iModel, the operations, the notebook) runs exactly as with a real provider:
 
-- ``auto`` answers from the request: JSON that validates against the requested schema, one
-  call of every offered tool (schema-valid arguments) before its final answer, a fenced
+- ``auto`` answers from the request: JSON that validates against the requested schema, a
+  call of a tool only when the instruction names it (``use get_time``, ``call add_note
+  "buy milk"``) with arguments taken from the instruction -- never every tool offered, never
+  one that deletes or resets things, and none whose required arguments the instruction does
+  not give (the answer says what is missing; see `_offline_tools`) -- a fenced
   Python block when the instruction asks for code (``Answer with Python code``, what
   ``%%lion -f code`` adds), a friendly sentence otherwise. It reads the conversation the way a
   provider would: tool calls and tool results after the last user message count as this
@@ -51,6 +54,7 @@ from ...errors import (
 from ...tokens import estimate_message_tokens, estimate_tokens
 from ..usage import usage_dict
 from ._fake_json import example_for
+from ._offline_tools import plan_tool_calls
 from .base import APIEndpoint, ChatRequest, ModelResponse, ToolCall, emit_text_delta, wants_stream
 
 __all__ = ["OfflineEndpoint"]
@@ -65,6 +69,10 @@ _ASKED_JSON = re.compile(
     r"JSON object (that matches this JSON schema|with these fields):\s*```json\s*(.*?)```",
     re.DOTALL,
 )
+
+
+# the sections an Instruction renders after the instruction itself
+_RENDERED_PARTS = re.compile(r"\n\n(?:Guidance:\n|Context:\n|Respond with one JSON object)")
 
 
 class OfflineEndpoint(APIEndpoint):
@@ -207,20 +215,22 @@ def _auto_answer(request: ChatRequest) -> tuple[str, list[ToolCall]]:
     last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
     called, results = _tool_traffic(messages[last_user + 1 :])
 
-    pending = [t for t in _offered(request) if t["name"] not in called.values()]
+    question = _text(messages[last_user]) if last_user >= 0 else ""
+    offered, forced = _offered(request)
+    plan = plan_tool_calls(_asked(question), offered, forced)
+    pending = [(t, args) for t, args in plan.calls if t["name"] not in called.values()]
     if pending:
-        salt = f"{len(messages)}:{_text(messages[last_user]) if last_user >= 0 else ''}"
+        salt = f"{len(messages)}:{question}"
         calls = [
             ToolCall(
                 id="call_" + hashlib.sha256(f"{salt}:{i}:{t['name']}".encode()).hexdigest()[:24],
                 name=t["name"],
-                arguments=_arguments(t),
+                arguments=args,
             )
-            for i, t in enumerate(pending)
+            for i, (t, args) in enumerate(pending)
         ]
         return "", calls
 
-    question = _text(messages[last_user]) if last_user >= 0 else ""
     schema = _wanted_schema(request, question)
     if schema is not None:
         return json.dumps(example_for(schema, hint="answer"), ensure_ascii=False), []
@@ -230,10 +240,26 @@ def _auto_answer(request: ChatRequest) -> tuple[str, list[ToolCall]]:
     shown = "; ".join(f"{name} → {_shorten(_text_of(out), 60)}" for name, out in results)
     if _ASKED_CODE.search(question):
         return _code_answer(said, shown), []
+    notes = "".join(f"{note} " for note in plan.notes)
     if shown:
-        return f"Offline model: the tools returned {shown}. {said[0].upper()}{said[1:]}", []
+        return (
+            f"Offline model: the tools returned {shown}. {said[0].upper()}{said[1:]} {notes}".rstrip(),
+            [],
+        )
+    if offered and not plan.notes:
+        names = ", ".join(f"`{t['name']}`" for t in offered)
+        notes = (
+            f"Tools offered: {names}; the offline model calls one only when the instruction "
+            f"names it (“use {offered[0]['name']} …”). "
+        )
     seen = _attachments(messages[last_user]) if last_user >= 0 else ""
-    return f"Offline model: {said} {seen}{_HINT}", []
+    return f"Offline model: {said} {seen}{notes}{_HINT}", []
+
+
+def _asked(question: str) -> str:
+    """The instruction itself, without the guidance, context and JSON schema an Instruction
+    renders after it (a quoted key of the context is no argument)."""
+    return _RENDERED_PARTS.split(question, maxsplit=1)[0]
 
 
 def _attachments(message: dict[str, Any]) -> str:
@@ -301,7 +327,8 @@ def _tool_traffic(
     return called, results
 
 
-def _offered(request: ChatRequest) -> list[dict[str, Any]]:
+def _offered(request: ChatRequest) -> tuple[list[dict[str, Any]], str | None]:
+    """The tools the model may call, and the one the request forces (a named choice)."""
     tools = []
     for tool in request.tools or ():
         fn = tool.get("function", tool) if isinstance(tool, dict) else {}
@@ -309,17 +336,11 @@ def _offered(request: ChatRequest) -> list[dict[str, Any]]:
             tools.append(fn)
     choice = request.options.get("tool_choice")
     if choice == "none":
-        return []
+        return [], None
     if isinstance(choice, dict):
         wanted = (choice.get("function") or {}).get("name") or choice.get("name")
-        tools = [t for t in tools if t["name"] == wanted]
-    return tools
-
-
-def _arguments(tool: dict[str, Any]) -> dict[str, Any]:
-    params = tool.get("parameters") or {"type": "object", "properties": {}}
-    value = example_for(params, hint=tool["name"])
-    return value if isinstance(value, dict) else {}
+        return [t for t in tools if t["name"] == wanted], wanted
+    return tools, None
 
 
 def _wanted_schema(request: ChatRequest, question: str) -> dict[str, Any] | None:

@@ -47,10 +47,16 @@ Completions and as ``reasoning: {"effort", "summary": "auto"}`` on the Responses
 
 - Images and files go as ``image_url`` parts (``data:`` URLs) and ``file`` parts (a name
   and a ``data:`` URL). A model that reads neither -- ``vision=False``, set by a preset
-  that knows (``deepseek``) or by the user -- gets each as a sentence describing it
+  that knows (``deepseek``, ``llamacpp``) or by the user -- gets each as a sentence describing it
   (`lion_nb.models.media.text_only`), and the answer's ``notes`` say so; a server that
   refuses them (a 400 or 422 naming images, vision, ``image_url`` or files) gets the
   request once more that way, and the model sends text only from then on.
+- llama.cpp's built-in chat templates (the ``llamacpp`` preset) read only string content:
+  a list of parts -- an image, or even text parts alone -- becomes an empty user turn, the
+  question is lost and the server answers 200 all the same. So the preset implies
+  ``vision=False`` (images and files go as descriptions, with the note; ``vision=True``
+  for a server with a multimodal chat handler) and sends content made only of text as one
+  string (`string_content`).
 - Servers with no key (Ollama, llama.cpp, LM Studio, or any loopback URL without a key set)
   get no ``Authorization`` header.
 """
@@ -90,6 +96,7 @@ __all__ = [
     "OpenAIEndpoint",
     "has_media",
     "refuses_media",
+    "string_content",
     "text_tool_history",
 ]
 
@@ -98,6 +105,8 @@ TOOL_HISTORY_FORMS = ("native", "text")
 #: the wire forms: Chat Completions or the Responses API
 API_FORMS = ("chat", "responses")
 _TEXT_HISTORY_PRESETS = frozenset({"llamacpp"})
+# servers whose chat templates read only string content: a list of parts is dropped whole
+_STRING_CONTENT_PRESETS = frozenset({"llamacpp"})
 _NO_VISION = "this model does not read images or files, so it was described instead"
 _MEDIA_WORDS = re.compile(r"image|vision|multimodal|file part|\bfile\b|pdf", re.IGNORECASE)
 
@@ -252,9 +261,12 @@ class OpenAIEndpoint(HTTPEndpoint):
         """``request`` with its images and files as descriptions when the model reads none."""
         if self.vision or not has_media(request.messages):
             return request
+        why = "`vision=False`"
+        if not self._implied_vision():
+            why += f", the `{self.preset}` preset's default; `vision=True` if it reads them"
         notes.append(
-            f"`{self.model}` does not read images or files (`vision=False`): each was sent "
-            "as a sentence describing it."
+            f"`{self.model}` does not read images or files ({why}): each was sent as a "
+            "sentence describing it."
         )
         return _replace(request, text_only(request.messages, _NO_VISION))
 
@@ -306,6 +318,8 @@ class OpenAIEndpoint(HTTPEndpoint):
             body["reasoning_effort"] = effort
         if self.tool_history == "text":  # every request, with or without tools offered
             body["messages"] = text_tool_history(body["messages"])
+        if self.preset in _STRING_CONTENT_PRESETS:
+            body["messages"] = string_content(body["messages"])
         if not request.tools and body.get("tool_choice") == "none":  # the default then
             del body["tool_choice"]
         if request.tools:
@@ -385,6 +399,28 @@ def _wire_message(msg: dict[str, Any]) -> dict[str, Any]:
             }
         )
     return {**msg, "tool_calls": wire}
+
+
+def string_content(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``messages`` with each content made only of text parts as one string.
+
+    llama-cpp-python's built-in chat formats keep a message's content only when it is a
+    string: a list of parts, even of text alone, becomes an empty turn, and the server still
+    answers 200. Parts that are not text (an image for a multimodal chat handler) are kept as
+    they are. Returns the list itself when nothing needed joining.
+    """
+    out: list[dict[str, Any]] | None = None
+    for i, msg in enumerate(messages):
+        content = msg.get("content")
+        joinable = isinstance(content, list) and all(
+            isinstance(p, dict) and p.get("type") == "text" for p in content
+        )
+        if joinable and out is None:
+            out = list(messages[:i])
+        if out is not None:
+            text = "\n\n".join(str(p.get("text") or "") for p in content) if joinable else None
+            out.append({**msg, "content": text} if joinable else msg)
+    return out if out is not None else messages
 
 
 def _check_tool_history(form: Any) -> str:

@@ -6,7 +6,9 @@ exactly one of ``finish`` (with the result) or ``fail``. Which view a turn gets 
 one factory (`set_view_factory`), so a richer view -- a live widget -- replaces the default
 without the runner knowing.
 
-The default, `HandleView`, keeps one IPython display handle per turn and updates it in
+In a terminal IPython, where every display update prints as new output, the view is
+`terminal_view.TerminalView`, which prints only what is new. Elsewhere the default,
+`HandleView`, keeps one IPython display handle per turn and updates it in
 batches: at most ``max_rate`` updates a second (20 by default), the last fragments flushed by
 a timer, never by printing from a background task. A view never raises into the turn: a
 failing display is logged and the run goes on.
@@ -35,6 +37,7 @@ __all__ = [
     "make_view",
     "set_view_factory",
     "show_answer",
+    "terminal_shell",
     "widget_frontend",
 ]
 
@@ -167,6 +170,29 @@ def widget_frontend() -> bool:
     return shell is not None and getattr(shell, "kernel", None) is not None
 
 
+def terminal_shell() -> bool:
+    """Whether this is a terminal IPython someone types into: its display prints every
+    update as new output, and Ctrl-C reaches it as SIGINT. An embedded shell whose display
+    is captured (a test's, a tool's) is not one, even when it is a terminal shell's class."""
+    import sys
+
+    terminal = sys.modules.get("IPython.terminal.interactiveshell")
+    if terminal is None:  # never imported: no terminal shell is running
+        return False
+    from IPython import get_ipython
+    from IPython.core.displaypub import DisplayPublisher
+
+    shell = get_ipython()
+    if not isinstance(shell, terminal.TerminalInteractiveShell):
+        return False
+    if type(getattr(shell, "display_pub", None)) is not DisplayPublisher:  # captured
+        return False
+    try:
+        return sys.stdin.isatty()
+    except (AttributeError, ValueError):  # no stdin, or a closed one
+        return False
+
+
 _factory: Callable[[TurnInfo], TurnView] | None = None
 
 
@@ -185,6 +211,10 @@ def make_view(info: TurnInfo, *, quiet: bool = False) -> TurnView:
         from .live_view import WidgetView
 
         factory = WidgetView
+    if factory is None and terminal_shell():
+        from .terminal_view import TerminalView
+
+        factory = TerminalView
     if factory is not None:
         try:
             return SafeView(factory(info))

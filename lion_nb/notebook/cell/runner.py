@@ -29,6 +29,13 @@ whose model is silent waits for the loop's next event -- seconds, or the whole a
 signal is only acted on when the main thread runs Python again, and an idle loop sleeps in
 its selector. The timer is only started on the main thread, the only one signals reach; on
 the worker-thread fallback the waiting cell takes the interrupt itself.
+
+In a terminal IPython a Ctrl-C during an awaited turn would raise ``KeyboardInterrupt`` in
+the loop's selector, outside the turn: the cell shows a traceback while the turn's task stays
+pending, and the next async cell resumes it and records the whole answer. So there, while a
+foreground turn runs, SIGINT is routed to the loop and cancels the turn's task
+(`interrupt_cancels`): the turn ends as the kernel's interrupt ends it, its partial answer
+kept and marked incomplete, and the cell reports `RunInterrupted`.
 """
 
 from __future__ import annotations
@@ -49,6 +56,7 @@ __all__ = [
     "RunInterrupted",
     "await_transformer",
     "cell_magic_async",
+    "interrupt_cancels",
     "line_magic_async",
     "line_magic_sync",
     "loop_kept_awake",
@@ -112,6 +120,41 @@ def loop_kept_awake(interval: float = _WAKE_SECONDS) -> Any:
 def running_wakers() -> int:
     """How many `loop_kept_awake` timers are running (0 between turns)."""
     return len(_wakers)
+
+
+@contextlib.contextmanager
+def interrupt_cancels(task: asyncio.Task[Any] | None) -> Any:
+    """In a terminal IPython, on the main thread: SIGINT cancels ``task`` inside the block
+    instead of raising ``KeyboardInterrupt`` wherever the loop happens to be; the previous
+    handler is restored after. Elsewhere (a kernel, which interrupts the cell itself, or an
+    embedded shell) it does nothing."""
+    import signal
+
+    from .display import terminal_shell
+
+    if task is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    if not terminal_shell():
+        yield
+        return
+    loop = task.get_loop()
+    previous = signal.getsignal(signal.SIGINT)
+    try:
+        wakeup = signal.set_wakeup_fd(-1)
+        signal.set_wakeup_fd(wakeup)
+        loop.add_signal_handler(signal.SIGINT, task.cancel)
+    except (NotImplementedError, RuntimeError, ValueError, OSError):  # not a Unix loop
+        yield
+        return
+    try:
+        yield
+    finally:
+        with contextlib.suppress(Exception):
+            loop.remove_signal_handler(signal.SIGINT)
+        with contextlib.suppress(Exception):
+            signal.signal(signal.SIGINT, previous)
+            signal.set_wakeup_fd(wakeup)
 
 
 # -- the input transformer --------------------------------------------------------------------

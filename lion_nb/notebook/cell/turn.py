@@ -28,7 +28,8 @@ kept, one terminal signal) -- and a background run's Stop is its handle's ``canc
 Stop may come from any thread (a comm handler, a worker loop's host) and is always carried
 out on the turn's own loop; once the turn has ended it does nothing, so a late click can
 never cancel whatever the cell runs next. While a foreground turn runs, its loop is kept
-awake (`runner.loop_kept_awake`) so that an interrupt of a silent model acts at once.
+awake (`runner.loop_kept_awake`) so that an interrupt of a silent model acts at once, and in a
+terminal IPython a Ctrl-C cancels it the same way (`runner.interrupt_cancels`).
 """
 
 from __future__ import annotations
@@ -628,7 +629,7 @@ async def run_foreground(magics: Any, plan: TurnPlan, view: Any, *, cell_value: 
 
     Its Stop cancels the task running the cell, as the kernel's interrupt does; it is the
     notebook's current Stop while the turn runs."""
-    from .runner import loop_kept_awake
+    from .runner import interrupt_cancels, loop_kept_awake
 
     state = magics.state
     task = asyncio.current_task()
@@ -636,7 +637,7 @@ async def run_foreground(magics: Any, plan: TurnPlan, view: Any, *, cell_value: 
         plan.stop.bind(asyncio.get_running_loop(), task.cancel)
     previous = state.swap_foreground_stop(plan.stop)
     try:
-        with loop_kept_awake():
+        with loop_kept_awake(), interrupt_cancels(task):
             result = await execute_shown(plan, view, state.session)
     finally:
         plan.stop.release()
