@@ -31,7 +31,14 @@ import anywidget
 import traitlets
 
 from ._base import StaticFallback, call_safely, esm, release, stylesheet
-from ._entries import EntryCache, attachments_text, plain_text, take_media, tool_label
+from ._entries import (
+    EntryCache,
+    attachments_text,
+    plain_text,
+    take_media,
+    tool_label,
+    tool_state,
+)
 from ._throttle import Throttle
 
 __all__ = ["BranchView"]
@@ -237,13 +244,14 @@ class BranchView(StaticFallback, anywidget.AnyWidget):
         return f"BranchView({name!r}, messages={self.total})"
 
 
+_STATIC_STATES = {"pending": "running", "ok": "ok", "error": "error", "denied": "denied"}
+
+
 def static_entry_html(entry: dict[str, Any]) -> str:
     """One entry as static HTML (no script, no ids, no times)."""
     role = escape(entry["role"])
     if entry["kind"] == "action":
-        state = "running" if entry.get("pending") else "error" if entry.get("is_error") else "ok"
-        if entry.get("approval", "").startswith("denied"):
-            state = "denied"
+        state = _STATIC_STATES[tool_state(entry)]
         return (
             f"<details><summary>🔧 <code>{escape(tool_label(entry))}</code> · {state}</summary>"
             f"<div>arguments</div>{entry['arguments']}<div>result</div>{entry['result']}</details>"

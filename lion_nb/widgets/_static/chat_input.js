@@ -68,7 +68,7 @@ function render({ model, el: root }) {
         model.send({ event: "detach", index });
         attach.focus();
       });
-      chip.append(name, label, remove);
+      chip.append(name, chipSeparator(), label, remove);
       cell.append(chip);
       return cell;
     }));
