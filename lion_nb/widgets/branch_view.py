@@ -30,7 +30,7 @@ from typing import Any
 import anywidget
 import traitlets
 
-from ._base import StaticFallback, call_safely, esm, release, stylesheet
+from ._base import StaticFallback, call_safely, esm, release
 from ._entries import (
     EntryCache,
     attachments_text,
@@ -50,7 +50,6 @@ class BranchView(StaticFallback, anywidget.AnyWidget):
     """The conversation of ``branch`` as a chat, live."""
 
     _esm = esm("branch_view.js")
-    _css = traitlets.Unicode().tag(sync=True)  # set per instance from `stylesheet()`
 
     title = traitlets.Unicode("").tag(sync=True)
     entries = traitlets.List(traitlets.Dict()).tag(sync=True)
@@ -78,7 +77,6 @@ class BranchView(StaticFallback, anywidget.AnyWidget):
         if page_size < 1:
             raise ValueError(f"`page_size` is a positive number of messages, not {page_size}.")
         super().__init__(page_size=page_size, height=height, **kwargs)
-        self._css = stylesheet()
         self._cache = EntryCache(size=max(4 * page_size, 200))
         self._throttle = Throttle(self._flush, max_rate)
         self._handlers: dict[str, Callable[[Any], Any]] = {}
