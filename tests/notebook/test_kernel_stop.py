@@ -99,3 +99,62 @@ def test_stop_ends_the_cell_quietly_and_the_next_cells_run(tmp_path):
     later = _json_line(nb.cells[3])
     assert later["returned"] == ["the late answer"]  # it finished in its thread ...
     assert later["kinds"] == []  # ... and its answer is not the turn's
+
+
+INTERRUPT_SETUP = """\
+%load_ext lion_nb
+import json, pathlib, threading
+from lion_nb import iModel, current_session
+
+release, returned = threading.Event(), []
+
+def slow(messages, **request):
+    pathlib.Path("started").write_text("")
+    release.wait(30)
+    returned.append("the late answer")
+    return "the late answer"
+
+model = iModel(provider="offline", model="function", function=slow)
+"""
+
+INTERRUPT_AFTER = """\
+print(json.dumps({
+    "returned": list(returned),
+    "kinds": [m.kind for m in current_session().get_branch("slow").messages],
+}))
+release.set()
+"""
+
+
+def test_the_interrupt_of_a_sync_function_model_raises_at_once(tmp_path):
+    """The kernel's interrupt still stops everything (`RunInterrupted`), and it acts while
+    the synchronous function blocks: the next cell finds the function still running."""
+    import asyncio
+
+    if shutil.which("python") is None:  # pragma: no cover - the kernel needs an interpreter
+        pytest.skip("no python on PATH")
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(src) for src in (INTERRUPT_SETUP, TURN, INTERRUPT_AFTER)]
+    client = NotebookClient(
+        nb,
+        timeout=60,
+        kernel_name="python3",
+        allow_errors=True,
+        resources={"metadata": {"path": str(tmp_path)}},
+    )
+
+    async def scenario() -> None:
+        async with client.async_setup_kernel():
+            await client.async_execute_cell(nb.cells[0], 0)
+            turn = asyncio.ensure_future(client.async_execute_cell(nb.cells[1], 1))
+            while not (tmp_path / "started").exists():
+                await asyncio.sleep(0.05)
+            await client.km.interrupt_kernel()
+            await asyncio.wait_for(turn, 60)
+            await client.async_execute_cell(nb.cells[2], 2)
+
+    asyncio.run(scenario())
+    errors = [o for o in nb.cells[1].outputs if o.get("output_type") == "error"]
+    assert [e["ename"] for e in errors] == ["RunInterrupted"], nb.cells[1].outputs
+    after = _json_line(nb.cells[2])
+    assert after == {"returned": [], "kinds": []}  # ended while the function still blocked
