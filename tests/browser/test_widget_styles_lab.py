@@ -77,13 +77,11 @@ def test_the_eval_grid_is_styled_in_light_and_dark(lab_page, jupyter_server, pag
 
 LIVE = """\
 %load_ext lion_nb
-from lion_nb import Branch, iModel
-from lion_nb.widgets import BranchView
-branch = Branch(name="live", chat_model=iModel("offline/auto"))
-await branch.communicate("Say hello.")
-view = BranchView(branch)
-view.announce = "the turn ended"
-view
+"""
+
+TURN = """\
+%%lion -b live
+Say hello.
 """
 
 SR_ONLY = """(root) => {
@@ -101,7 +99,7 @@ def _stale_notebook():
     state = saved.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
     old = [m["state"]["_css"] for m in state.values() if m["state"].get("_css")]
     assert old and ".lnb-sr-only" not in old[0]  # the old stylesheet this test is about
-    notebook = new_notebook(LIVE)
+    notebook = new_notebook(LIVE, TURN)
     notebook.metadata["widgets"] = copy.deepcopy(saved.metadata["widgets"])
     shown = [c for c in saved.cells if "application/vnd.jupyter.widget-view+json" in json.dumps(c)]
     notebook.cells += copy.deepcopy(shown)  # the saved outputs show the old models
@@ -115,12 +113,18 @@ def test_the_live_stylesheet_wins_over_one_saved_by_an_older_version(
     notebook, old_css = _stale_notebook()
     open_notebook(page, jupyter_server, "stale-styles.ipynb", notebook)
     run_cell(page, 0)
-    view = cell_output(page, 0).locator(".lnb-view").first
+    run_cell(page, 1)
+    view = cell_output(page, 1).locator(".lnb-turn").first
     view.wait_for(timeout=30_000)
+    page.wait_for_function(
+        "(n) => n.querySelector('.lnb-sr-only').textContent.includes('done')",
+        arg=view.element_handle(),
+    )
 
     def hidden() -> dict:
         found = view.evaluate(SR_ONLY)
-        assert found["position"] == "absolute" and found["width"] <= 1, found
+        assert found["position"] == "absolute", found
+        assert found["width"] <= 1 and found["height"] <= 1, found
         assert found["clip"] == "rect(0px, 0px, 0px, 0px)", found
         return found
 
@@ -129,7 +133,7 @@ def test_the_live_stylesheet_wins_over_one_saved_by_an_older_version(
     # puts its `_css` in the style element named after the widget's class (its own code)
     page.evaluate(
         """(css) => {
-          const id = "lion_nb.widgets.branch_view.BranchView";
+          const id = "lion_nb.widgets.turn.TurnWidget";
           const prev = document.querySelector(`style[id='${id}']`);
           if (prev) { prev.textContent = css; return; }
           const style = Object.assign(document.createElement("style"), {id, type: "text/css"});
