@@ -26,10 +26,9 @@ its view exists. A foreground turn's Stop cancels the task running the cell -- e
 the kernel's interrupt does, so both end the turn the same way (partial messages kept, one
 terminal signal) -- but a Stop stops that turn only: its cell ends quietly and the next one
 runs, where the interrupt raises `RunInterrupted`. A background run's Stop is its handle's
-``cancel()``. A
-Stop may come from any thread (a comm handler, a worker loop's host) and is always carried
-out on the turn's own loop; once the turn has ended it does nothing, so a late click can
-never cancel whatever the cell runs next. While a foreground turn runs, its loop is kept
+``cancel()``. A Stop may come from any thread (a comm handler, a worker loop's host) and is
+always carried out on the turn's own loop; once the turn has ended it does nothing, so a
+late click can never cancel whatever the cell runs next. While a foreground turn runs, its loop is kept
 awake (`runner.loop_kept_awake`) so that an interrupt of a silent model acts at once.
 """
 
