@@ -63,8 +63,10 @@ class Tool:
     """A callable a model may use: ``Tool(search)`` or ``Tool(WeatherQuery)``.
 
     ``name`` and ``description`` default to the function's (or model's) name and the first
-    paragraph of its docstring. Sync functions run inline; ``run_in_thread=True`` runs them
-    in a worker thread so a slow one does not block the event loop.
+    paragraph of its docstring. Sync functions run in a worker thread, so a slow one does
+    not block the event loop and a cancellation (Stop, the interrupt) ends the turn at once:
+    the thread is abandoned (the function may finish there; its result is dropped).
+    ``run_in_thread=False`` runs them inline, on the loop.
     """
 
     __test__ = False
@@ -75,7 +77,7 @@ class Tool:
         *,
         name: str | None = None,
         description: str | None = None,
-        run_in_thread: bool = False,
+        run_in_thread: bool = True,
         approve: Any = None,
     ):
         from .approval import check_policy
@@ -224,7 +226,9 @@ class Tool:
         positional = [keyword.pop(name) for name in self._positional]
         func = self.func_callable
         if self.run_in_thread and not _is_async(func):
-            result = await anyio.to_thread.run_sync(functools.partial(func, *positional, **keyword))
+            result = await anyio.to_thread.run_sync(
+                functools.partial(func, *positional, **keyword), abandon_on_cancel=True
+            )
         else:
             result = func(*positional, **keyword)
         if inspect.isawaitable(result):

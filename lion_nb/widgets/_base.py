@@ -18,7 +18,15 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-__all__ = ["STATIC", "StaticFallback", "call_safely", "esm", "release", "stylesheet"]
+__all__ = [
+    "STATIC",
+    "StaticFallback",
+    "call_safely",
+    "esm",
+    "release",
+    "stylesheet",
+    "stylesheet_version",
+]
 
 logger = logging.getLogger("lion_nb.widgets")
 
@@ -35,12 +43,31 @@ def stylesheet() -> str:
     return "\n".join([*(s.read_text(encoding="utf-8") for s in sheets), HIGHLIGHT_CSS])
 
 
-def esm(name: str) -> str:
-    """The ES module of the widget whose front end is ``_static/<name>``: ``_shared.js`` (the
-    drawing helpers widgets share), then the widget's own file. One string, because anywidget
-    loads each widget as one module: a relative ``import`` would not resolve in JupyterLab,
-    Notebook 7 or an exported page."""
-    return "\n".join((STATIC / part).read_text(encoding="utf-8") for part in ("_shared.js", name))
+def stylesheet_version() -> str:
+    """``<lion_nb version>+<hash of the stylesheet>``: which stylesheet a page holds."""
+    import hashlib
+
+    from .. import __version__
+
+    return f"{__version__}+{hashlib.sha256(stylesheet().encode()).hexdigest()[:12]}"
+
+
+@cache
+def esm(name: str, *, shared: bool = True) -> str:
+    """The ES module of the widget whose front end is ``_static/<name>``: the stylesheet and
+    ``_styles.js``, which puts it in the page (styles are never a widget's saved state, where
+    an older version's would override the running one's); ``_shared.js`` (the drawing helpers
+    widgets share; ``shared=False`` for a module with helpers of its own), then the widget's
+    own file. One string, because anywidget loads each widget as one module: a relative
+    ``import`` would not resolve in JupyterLab, Notebook 7 or an exported page."""
+    import json
+
+    parts = ["_styles.js", *(["_shared.js"] if shared else []), name]
+    prelude = (
+        f"const LNB_CSS = {json.dumps(stylesheet())};\n"
+        f"const LNB_CSS_VERSION = {json.dumps(stylesheet_version())};\n"
+    )
+    return prelude + "\n".join((STATIC / part).read_text(encoding="utf-8") for part in parts)
 
 
 def call_safely(callback: Callable[..., Any], *args: Any) -> Any:

@@ -11,8 +11,10 @@ An entry is what the front end draws for one item of the conversation:
 - an ``action_request`` and its ``action_response`` are one ``action`` entry: the function
   (and ``server``, the MCP server that ran it; ``approval``, when a decision was recorded),
   its arguments and its result (escaped, never rendered as HTML), with ``pending`` while no
-  response exists and ``is_error`` when the tool failed. A response whose request is not on
-  the branch is shown alone.
+  response exists and ``is_error`` when the tool failed; ``state`` says which, in one word
+  (``pending``, ``ok``, ``error``, or ``denied``: a denied call is a decision, not a
+  failure, though its response is marked as an error for the model). A response whose
+  request is not on the branch is shown alone.
 
 Rendering is cached per message identity and revision (a message edited in place renders
 again), so a live view pays for each message once. ``meta`` holds the details shown on
@@ -199,6 +201,16 @@ def _tool_origin(entry: dict[str, Any], message: Any, response: Any) -> None:
     meta = {**(message.metadata or {}), **(getattr(response, "metadata", None) or {})}
     entry["server"] = str(meta.get("mcp_server") or "")
     entry["approval"] = str(meta.get("approval") or "")
+    entry["state"] = tool_state(entry)
+
+
+def tool_state(entry: dict[str, Any]) -> str:
+    """An action entry's state: ``pending``, ``denied``, ``error`` or ``ok``."""
+    if entry.get("pending"):
+        return "pending"
+    if entry.get("approval", "").startswith("denied"):
+        return "denied"
+    return "error" if entry.get("is_error") else "ok"
 
 
 def tool_label(entry: dict[str, Any]) -> str:
@@ -212,6 +224,8 @@ def plain_text(entry: dict[str, Any], message: Any, response: Any = None) -> str
     if entry["kind"] == "action":
         answer = message if message.kind == "action_response" else response
         result = "(running)" if answer is None else _short(answer.rendered, 200)
+        if entry.get("state") == "denied":
+            result = f"denied ({entry['approval'].removeprefix('denied').strip()})"
         args = _short(json_text(message.arguments), 120)
         return f"tool {tool_label(entry)}({args}) → {result}"
     extra = attachments_text(entry)

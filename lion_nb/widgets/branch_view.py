@@ -30,8 +30,15 @@ from typing import Any
 import anywidget
 import traitlets
 
-from ._base import StaticFallback, call_safely, esm, release, stylesheet
-from ._entries import EntryCache, attachments_text, plain_text, take_media, tool_label
+from ._base import StaticFallback, call_safely, esm, release
+from ._entries import (
+    EntryCache,
+    attachments_text,
+    plain_text,
+    take_media,
+    tool_label,
+    tool_state,
+)
 from ._throttle import Throttle
 
 __all__ = ["BranchView"]
@@ -43,7 +50,6 @@ class BranchView(StaticFallback, anywidget.AnyWidget):
     """The conversation of ``branch`` as a chat, live."""
 
     _esm = esm("branch_view.js")
-    _css = traitlets.Unicode().tag(sync=True)  # set per instance from `stylesheet()`
 
     title = traitlets.Unicode("").tag(sync=True)
     entries = traitlets.List(traitlets.Dict()).tag(sync=True)
@@ -71,7 +77,6 @@ class BranchView(StaticFallback, anywidget.AnyWidget):
         if page_size < 1:
             raise ValueError(f"`page_size` is a positive number of messages, not {page_size}.")
         super().__init__(page_size=page_size, height=height, **kwargs)
-        self._css = stylesheet()
         self._cache = EntryCache(size=max(4 * page_size, 200))
         self._throttle = Throttle(self._flush, max_rate)
         self._handlers: dict[str, Callable[[Any], Any]] = {}
@@ -237,13 +242,14 @@ class BranchView(StaticFallback, anywidget.AnyWidget):
         return f"BranchView({name!r}, messages={self.total})"
 
 
+_STATIC_STATES = {"pending": "running", "ok": "ok", "error": "error", "denied": "denied"}
+
+
 def static_entry_html(entry: dict[str, Any]) -> str:
     """One entry as static HTML (no script, no ids, no times)."""
     role = escape(entry["role"])
     if entry["kind"] == "action":
-        state = "running" if entry.get("pending") else "error" if entry.get("is_error") else "ok"
-        if entry.get("approval", "").startswith("denied"):
-            state = "denied"
+        state = _STATIC_STATES[tool_state(entry)]
         return (
             f"<details><summary>🔧 <code>{escape(tool_label(entry))}</code> · {state}</summary>"
             f"<div>arguments</div>{entry['arguments']}<div>result</div>{entry['result']}</details>"

@@ -27,7 +27,7 @@ from typing import Any
 import anywidget
 import traitlets
 
-from ._base import STATIC, call_safely, stylesheet
+from ._base import call_safely, esm
 
 __all__ = ["ChatInput"]
 
@@ -35,8 +35,7 @@ __all__ = ["ChatInput"]
 class ChatInput(anywidget.AnyWidget):
     """The message box of a `Chat`; ``label`` is its accessible name."""
 
-    _esm = STATIC / "chat_input.js"
-    _css = traitlets.Unicode().tag(sync=True)
+    _esm = esm("chat_input.js")
 
     value = traitlets.Unicode("").tag(sync=True)
     placeholder = traitlets.Unicode("").tag(sync=True)
@@ -47,7 +46,6 @@ class ChatInput(anywidget.AnyWidget):
 
     def __init__(self, on_error: Callable[[str], Any] | None = None, **kwargs: object):
         super().__init__(**kwargs)
-        self._css = stylesheet()
         self._files: list[Any] = []  # `Content`, one per attached file
         self._on_error = on_error
         self.on_msg(self._on_attach_message)

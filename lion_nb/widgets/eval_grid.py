@@ -36,7 +36,7 @@ import anywidget
 import traitlets
 
 from ..evals.grid import build_grid, clip
-from ._base import STATIC, StaticFallback, call_safely, release, stylesheet
+from ._base import StaticFallback, call_safely, esm, release
 from ._throttle import Throttle
 
 __all__ = ["EvalGrid"]
@@ -48,8 +48,7 @@ class EvalGrid(StaticFallback, anywidget.AnyWidget):
     """The grid of ``run`` (an `EvalRun`, live, or a saved one); ``compare``: an earlier
     run whose regressions and fixes to mark (default: the run's own ``changes``)."""
 
-    _esm = STATIC / "eval_grid.js"
-    _css = traitlets.Unicode().tag(sync=True)
+    _esm = esm("eval_grid.js", shared=False)
 
     title = traitlets.Unicode("").tag(sync=True)
     status = traitlets.Unicode("").tag(sync=True)
@@ -73,7 +72,6 @@ class EvalGrid(StaticFallback, anywidget.AnyWidget):
     ):
         super().__init__(**kwargs)
         self._live = live
-        self._css = stylesheet()
         self.run = run
         self._compare = compare
         self._grid: Any = None

@@ -33,7 +33,7 @@ import ipywidgets
 import traitlets
 
 from ..rendering.transcript import branch_label, markdown_transcript
-from ._base import STATIC, StaticFallback, call_safely, release, stylesheet
+from ._base import StaticFallback, call_safely, esm, release
 from ._throttle import Throttle
 from ._tree import StatsCache, build_tree, search
 from .branch_view import BranchView
@@ -50,8 +50,7 @@ class ExplorerTree(anywidget.AnyWidget):
     """The explorer's left pane: search, branch tree, export buttons (state only; the
     `SessionExplorer` answers its messages)."""
 
-    _esm = STATIC / "explorer.js"
-    _css = traitlets.Unicode().tag(sync=True)
+    _esm = esm("explorer.js", shared=False)
 
     title = traitlets.Unicode("").tag(sync=True)
     nodes = traitlets.List(traitlets.Dict()).tag(sync=True)
@@ -79,7 +78,6 @@ class SessionExplorer(StaticFallback, ipywidgets.HBox):
         from ..protocols.signals import MessageAdded, RunEnd
 
         tree = ExplorerTree(height=height)
-        tree._css = stylesheet()
         first = session.default_branch or next(iter(session.branches), None)
         shown = first if first is not None else _placeholder()
         view = BranchView(shown, page_size=page_size, height=height)

@@ -27,7 +27,7 @@ from typing import Any
 import anywidget
 import traitlets
 
-from ._base import STATIC, StaticFallback, call_safely, stylesheet
+from ._base import StaticFallback, call_safely, esm
 from ._throttle import Throttle
 
 __all__ = ["BatchProgress", "TextProgress", "show_progress"]
@@ -54,8 +54,7 @@ def _eta(seconds: float | None) -> str:
 class BatchProgress(StaticFallback, anywidget.AnyWidget):
     """A batch run, live: bar, counts, tokens, cost, ETA, failures, Stop and Retry."""
 
-    _esm = STATIC / "progress.js"
-    _css = traitlets.Unicode().tag(sync=True)
+    _esm = esm("progress.js", shared=False)
 
     title = traitlets.Unicode("").tag(sync=True)
     via = traitlets.Unicode("live").tag(sync=True)
@@ -74,7 +73,6 @@ class BatchProgress(StaticFallback, anywidget.AnyWidget):
 
     def __init__(self, run: Any, *, max_rate: float = 20.0, live: bool = False, **kwargs: Any):
         super().__init__(**kwargs)
-        self._css = stylesheet()
         self.run = run
         self.live = live
         self._throttle = Throttle(self._flush, max_rate)

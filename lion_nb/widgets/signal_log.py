@@ -41,7 +41,7 @@ from typing import Any
 import anywidget
 import traitlets
 
-from ._base import STATIC, StaticFallback, release, stylesheet
+from ._base import StaticFallback, esm, release
 from ._throttle import Throttle
 
 __all__ = ["FIELDS", "KINDS", "SignalLog"]
@@ -84,8 +84,7 @@ class SignalLog(StaticFallback, anywidget.AnyWidget):
     default the session's recent ones, when something records them (the notebook does for
     its Session, `lion_nb.protocols.signals.keep_history`)."""
 
-    _esm = STATIC / "signal_log.js"
-    _css = traitlets.Unicode().tag(sync=True)  # set per instance from `stylesheet()`
+    _esm = esm("signal_log.js", shared=False)
 
     title = traitlets.Unicode("").tag(sync=True)
     columns = traitlets.Dict().tag(sync=True)  # the ring by column: {field: [values]}
@@ -110,7 +109,6 @@ class SignalLog(StaticFallback, anywidget.AnyWidget):
         if not isinstance(max_rows, int) or max_rows < 1:
             raise ValueError(f"`max_rows` is a positive number of rows, not {max_rows!r}.")
         super().__init__(kinds=kinds, query=query, height=height, **kwargs)
-        self._css = stylesheet()
         self._session = session
         self._ring: deque[dict[str, Any]] = deque(maxlen=max_rows)
         self._seq = count()

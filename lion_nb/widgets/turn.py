@@ -36,7 +36,7 @@ from typing import Any
 import anywidget
 import traitlets
 
-from ._base import call_safely, esm, stylesheet
+from ._base import call_safely, esm
 from ._entries import EntryCache, message_meta
 from ._spend import TurnSpend
 from ._throttle import Throttle
@@ -48,7 +48,6 @@ class TurnWidget(anywidget.AnyWidget):
     """A live turn: header, tool calls, streamed text and a Stop button."""
 
     _esm = esm("turn.js")
-    _css = traitlets.Unicode().tag(sync=True)
 
     head = traitlets.Unicode("").tag(sync=True)
     note = traitlets.Unicode("").tag(sync=True)
@@ -81,7 +80,6 @@ class TurnWidget(anywidget.AnyWidget):
         **kwargs: Any,
     ):
         super().__init__(head=head, note=note, **kwargs)
-        self._css = stylesheet()
         self._stop = stop
         self._markdown = markdown
         self._text: list[str] = []

@@ -196,8 +196,11 @@ def offline_per_item_us(items: int = 2000) -> tuple[float, float]:
     """Microseconds per item: ``session.map`` against ``communicate`` on one branch."""
     from lion_nb import Session, iModel
 
+    async def ok(messages: Any, **kw: Any) -> str:  # async: a sync one hops to a thread
+        return "ok"
+
     def model() -> Any:
-        return iModel(provider="offline", model="function", function=lambda messages, **kw: "ok")
+        return iModel(provider="offline", model="function", function=ok)
 
     async def mapped() -> float:
         session = Session()
@@ -226,10 +229,11 @@ def offline_heartbeat_lag(items: int = 5000) -> tuple[float, float, float]:
     """The heartbeat while ``session.map`` runs ``items`` on the offline function model."""
     from lion_nb import Session, iModel
 
+    async def ok(messages: Any, **kw: Any) -> str:  # async: a sync one hops to a thread
+        return "ok"
+
     session = Session()
-    session.default_branch.chat_model = iModel(
-        provider="offline", model="function", function=lambda messages, **kw: "ok"
-    )
+    session.default_branch.chat_model = iModel(provider="offline", model="function", function=ok)
 
     async def work() -> None:
         await session.map([str(i) for i in range(items)], "{item}")

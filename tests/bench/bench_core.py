@@ -76,16 +76,23 @@ def serialization_ms() -> tuple[float, float]:
     return statistics.median(dumps) * 1e3, statistics.median(loads) * 1e3
 
 
-def _function_model():
+async def _ok(messages, **kw):
+    return "ok"
+
+
+def _function_model(function=_ok):
+    """An answer that costs nothing, so the figures are lion_nb's own work. An async function:
+    a sync one runs in a worker thread (so a cancellation can abandon it), whose hop
+    `sync_function_hop_us` measures on its own."""
     from lion_nb import iModel
 
-    return iModel(provider="offline", model="function", function=lambda messages, **kw: "ok")
+    return iModel(provider="offline", model="function", function=function)
 
 
-def communicate_overhead_us(calls: int = 2000) -> float:
+def communicate_overhead_us(calls: int = 2000, function=_ok) -> float:
     from lion_nb import Branch
 
-    branch = Branch(chat_model=_function_model())
+    branch = Branch(chat_model=_function_model(function))
 
     async def run() -> list[float]:
         samples = []
@@ -96,6 +103,13 @@ def communicate_overhead_us(calls: int = 2000) -> float:
         return samples
 
     return statistics.median(anyio.run(run)[calls // 10 :]) * 1e6
+
+
+def sync_function_hop_us() -> float:
+    """What a sync function model adds per call over an async one: the worker-thread hop."""
+    sync = [communicate_overhead_us(1000, lambda messages, **kw: "ok") for _ in range(3)]
+    native = [communicate_overhead_us(1000) for _ in range(3)]
+    return statistics.median(sync) - statistics.median(native)
 
 
 def communicate_growth(calls: int = 1000) -> tuple[float, float]:
@@ -139,6 +153,7 @@ def results() -> list[tuple[str, str, str, float | None]]:
             None,
         ),
         ("communicate() at 2,000 messages / at the start", f"{last / first:.2f}x", "<= 2x", None),
+        ("  a sync function model's thread hop", f"{sync_function_hop_us():.1f} us", "", None),
     ]
 
 
@@ -151,6 +166,7 @@ def main() -> None:
     print(
         f"communicate(), history cleared {communicate_overhead_us():8.1f} us   (target <= 150 us)"
     )
+    print(f"a sync function's thread hop   {sync_function_hop_us():8.1f} us")
     first, last = communicate_growth()
     print(
         f"communicate(), growing to 2,000 messages: first 100 {first:.1f} us, last 100 "

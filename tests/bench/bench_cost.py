@@ -46,13 +46,17 @@ def record_call_us(n: int = 50_000) -> float:
     return (time.perf_counter() - start) / n * 1e6
 
 
+async def _ok(messages, **kw):
+    return "ok"
+
+
 def _model():
     from lion_nb import iModel
 
     return iModel(
         provider="offline",
         model="function",
-        function=lambda messages, **kw: "ok",
+        function=_ok,  # async: a sync function hops to a worker thread
         price={"input": 3.0, "output": 15.0},
     )
 

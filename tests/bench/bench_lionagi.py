@@ -49,9 +49,10 @@ side, calls, builds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 if side == "lion_nb":
     from lion_nb import Branch, iModel
 
-    branch = Branch(
-        chat_model=iModel(provider="offline", model="function", function=lambda m, **kw: "ok")
-    )
+    async def ok(m, **kw):  # async: a sync function hops to a worker thread
+        return "ok"
+
+    branch = Branch(chat_model=iModel(provider="offline", model="function", function=ok))
     def rewind():
         pass
     version = "lion_nb"

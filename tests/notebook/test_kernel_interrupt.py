@@ -5,8 +5,9 @@ such a turn is only acted on when the kernel's loop next wakes; a turn keeps its
 so the interrupted cell ends -- which is impossible if the interrupt waited for the model
 (the wait for it is a guard against a hang, not a timing check). The same holds with
 ``%autoawait off`` (the worker-loop fallback). A Stop pressed from another task on the
-kernel's loop (what a widget's comm handler does) ends a foreground turn the same way; a Stop
-pressed after its turn ended does nothing, not even to the cell running then. Every wait in
+kernel's loop (what a widget's comm handler does) ends a foreground turn the same way, but
+quietly: it stops that turn, not the notebook; a Stop pressed after its turn ended does
+nothing, not even to the cell running then. Every wait in
 the notebook is for a condition, so a loaded machine only makes it slower. The measured times
 are printed.
 
@@ -138,7 +139,7 @@ def executed(tmp_path_factory):
     nb = new_notebook(cells=[new_code_cell(source, id=cid) for cid, source in CELLS])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
     for cell in nb.cells:
-        if cell.id in INTERRUPTED | {"stopped"}:
+        if cell.id in INTERRUPTED:
             cell.metadata["tags"] = ["raises-exception"]
     nbformat.validate(nb)
     client = CellIdClient(
@@ -197,9 +198,10 @@ def test_an_interrupt_ends_a_silent_turn_long_before_the_model_would(executed, c
     assert kept["bystander_pending"] is True  # ... while the notebook's own task still runs
 
 
-def test_stop_from_another_task_ends_a_foreground_turn_like_an_interrupt(executed):
+def test_stop_from_another_task_ends_a_foreground_turn_quietly(executed):
     by_id, _ = executed
-    _interrupted(by_id["stopped"])  # the silent agent never ends a turn by itself
+    stopped = by_id["stopped"]  # the silent agent never ends a turn by itself
+    assert not [o for o in stopped.outputs if o.get("output_type") == "error"], stopped.outputs
     kept = _json_line(by_id["stop-check"])
     assert kept["kinds"] == ["instruction"]  # a CLI run records its instruction first
     assert kept["signals"] == ["RunStart", "RunFailed"]

@@ -18,7 +18,8 @@ iModel, the operations, the notebook) runs exactly as with a real provider:
 - ``scripted`` plays ``responses=[...]`` in order and records each request in ``.calls``. A
   response may be text, a tool call, or a provider error (``{"error": ..., "status": 429}``)
   so that retry and failure paths can be exercised without a server.
-- ``function`` hands the request to ``function=f`` (sync or async) and records it too.
+- ``function`` hands the request to ``function=f`` (sync or async) and records it too. A
+  sync ``f`` runs in a worker thread, so a cancellation ends the turn while ``f`` still blocks.
 
 Text is streamed in word-sized fragments through `emit_text_delta` when someone listens.
 ``delay=`` (seconds per fragment) slows a run down, streaming or not, so that cancellation
@@ -28,6 +29,7 @@ and live display can be shown and tested.
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import inspect
 import json
@@ -37,6 +39,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 import anyio
+import anyio.to_thread
 
 from ...errors import (
     AuthenticationError,
@@ -180,9 +183,7 @@ class OfflineEndpoint(APIEndpoint):
         names = self._signature[1]
         if names is not None:
             extra = {k: v for k, v in extra.items() if k in names}
-        result = f(request.messages, **extra)
-        if inspect.isawaitable(result):
-            result = await result
+        result = await _run_function(f, request.messages, extra)
         if isinstance(result, ModelResponse):
             result.model = result.model or f"offline/{self.model}"
             if result.finish_reason is None:
@@ -207,6 +208,26 @@ class OfflineEndpoint(APIEndpoint):
                 await anyio.sleep(self.delay)
             if streaming:
                 emit_text_delta(piece)
+
+
+async def _run_function(f: Callable[..., Any], messages: Any, extra: dict[str, Any]) -> Any:
+    """``f(messages, **extra)``, awaited when async. A sync function runs in a worker thread
+    that a cancellation abandons: Stop and the interrupt end the turn at once, however long
+    ``f`` blocks (it may finish in its thread; its answer is dropped)."""
+    if _is_async(f):
+        return await f(messages, **extra)
+    result = await anyio.to_thread.run_sync(
+        functools.partial(f, messages, **extra), abandon_on_cancel=True
+    )
+    if inspect.isawaitable(result):  # a sync callable that returned a coroutine
+        result = await result
+    return result
+
+
+def _is_async(f: Any) -> bool:
+    return inspect.iscoroutinefunction(f) or inspect.iscoroutinefunction(
+        getattr(f, "__call__", None)  # noqa: B004 - a callable object's own __call__
+    )
 
 
 # -- auto ---------------------------------------------------------------------------------------

@@ -23,13 +23,15 @@ happened.
 
 Every turn has a `TurnStop` (the view's ``info.stop``, a Stop button's target), made before
 its view exists. A foreground turn's Stop cancels the task running the cell -- exactly what
-the kernel's interrupt does, so both end the same way (`RunInterrupted`, partial messages
-kept, one terminal signal) -- and a background run's Stop is its handle's ``cancel()``. A
-Stop may come from any thread (a comm handler, a worker loop's host) and is always carried
-out on the turn's own loop; once the turn has ended it does nothing, so a late click can
-never cancel whatever the cell runs next. While a foreground turn runs, its loop is kept
-awake (`runner.loop_kept_awake`) so that an interrupt of a silent model acts at once, and in a
-terminal IPython a Ctrl-C cancels it the same way (`runner.interrupt_cancels`).
+the kernel's interrupt does, so both end the turn the same way (partial messages kept, one
+terminal signal) -- but a Stop stops that turn only: its cell ends quietly and the next one
+runs, where the interrupt raises `RunInterrupted`. A background run's Stop is its handle's
+``cancel()``. A Stop may come from any thread (a comm handler, a worker loop's host) and is
+always carried out on the turn's own loop; once the turn has ended it does nothing, so a
+late click can never cancel whatever the cell runs next. While a foreground turn runs, its
+loop is kept awake (`runner.loop_kept_awake`) so that an interrupt of a silent model acts at
+once, and in a terminal IPython a Ctrl-C cancels it as the interrupt does
+(`runner.interrupt_cancels`).
 """
 
 from __future__ import annotations
@@ -72,6 +74,7 @@ class TurnStop:
         self._cancel: Callable[[], Any] | None = None
         self._requested = False
         self._ended = False
+        self.fired = False  #: the cancel was carried out: the turn ends because of this Stop
 
     def __call__(self) -> bool:
         with self._lock:
@@ -111,6 +114,7 @@ class TurnStop:
         with self._lock:
             cancel = None if self._ended else self._cancel
         if cancel is not None:
+            self.fired = True
             cancel()
 
 
@@ -628,7 +632,9 @@ async def run_foreground(magics: Any, plan: TurnPlan, view: Any, *, cell_value: 
     """Run the turn in this cell and deliver its result (variable, ``Out[n]``, next cell).
 
     Its Stop cancels the task running the cell, as the kernel's interrupt does; it is the
-    notebook's current Stop while the turn runs."""
+    notebook's current Stop while the turn runs. A Stop stops this turn only: the cell ends
+    quietly (its view says what was kept; the value is ``None``) and Run All goes on. The
+    interrupt stops everything: the cancellation propagates (`RunInterrupted`)."""
     from .runner import interrupt_cancels, loop_kept_awake
 
     state = magics.state
@@ -639,11 +645,29 @@ async def run_foreground(magics: Any, plan: TurnPlan, view: Any, *, cell_value: 
     try:
         with loop_kept_awake(), interrupt_cancels(task):
             result = await execute_shown(plan, view, state.session)
+    except asyncio.CancelledError:
+        if not _only_stopped(plan.stop, task):
+            raise
+        return None
     finally:
         plan.stop.release()
         state.swap_foreground_stop(previous, only_if=plan.stop)
     deliver(magics, plan, result, cell_value=cell_value)
     return result
+
+
+def _only_stopped(stop: TurnStop, task: Any) -> bool:
+    """Whether the turn's cancellation was its Stop's alone (then it is taken back here);
+    not when something else cancelled the task too (the interrupt)."""
+    if not stop.fired or task is None:
+        return False
+    cancelling = getattr(task, "cancelling", None)  # Python >= 3.11
+    if cancelling is None:
+        return True
+    if cancelling() > 1:
+        return False
+    task.uncancel()
+    return True
 
 
 def start_background_turn(magics: Any, plan: TurnPlan, view: Any, *, cell_value: bool) -> Any:

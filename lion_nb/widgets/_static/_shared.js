@@ -8,6 +8,14 @@ function el(tag, cls, text) {
   return node;
 }
 
+// A tool call's state (`state`, set by the kernel) and the words shown for it. A denied call
+// is a decision, not a failure: it reads "denied", in the neutral style.
+const TOOL_STATE_WORDS = { pending: "running…", ok: "done", error: "error", denied: "denied" };
+function toolState(entry) {
+  if (entry.state in TOOL_STATE_WORDS) return entry.state;
+  return entry.pending ? "pending" : entry.is_error ? "error" : "ok";
+}
+
 // A message's images and files, one list item each. An image is drawn only from a
 // `data:image/...` URL in the view's `media` map (by content hash; nothing is ever fetched),
 // with its description as alt text; a file is a chip: its name, then its kind and pages or size.
@@ -27,11 +35,17 @@ function attachmentCells(items, media) {
       const chip = el("span", "lnb-chip");
       const name = item.type === "image" ? "image" : item.name;
       const label = item.type === "image" ? item.alt : item.label;
-      chip.append(el("span", "lnb-chip-name", name), el("span", "lnb-chip-label", label));
+      chip.append(el("span", "lnb-chip-name", name), chipSeparator(),
+        el("span", "lnb-chip-label", label));
       chip.title = `${name}: ${label}`;
       cell.append(chip);
     }
     cells.push(cell);
   }
   return cells;
+}
+
+// Between a chip's name and its label: read (and copied) as "name · label", not "namelabel".
+function chipSeparator() {
+  return el("span", "lnb-chip-sep", " · ");
 }

@@ -88,12 +88,12 @@ function drawEntry(model, entry, open) {
       if (box.open) open.add(`tool:${entry.id}`);
       else open.delete(`tool:${entry.id}`);
     });
-    const state = entry.pending ? "running…" : entry.is_error ? "error" : "done";
+    const state = toolState(entry);
     const summary = el("summary");
     summary.dataset.control = "tool";
     const fn = entry.server ? `${entry.server}/${entry.function}` : entry.function;
     summary.append(el("span", "lnb-role", "tool"), el("code", "lnb-fn", fn),
-      el("span", `lnb-tool-state lnb-tool-${entry.pending ? "pending" : entry.is_error ? "error" : "ok"}`, state));
+      el("span", `lnb-tool-state lnb-tool-${state}`, TOOL_STATE_WORDS[state]));
     box.append(summary);
     const args = el("div", "lnb-tool-part");
     args.append(el("div", "lnb-tool-label", "arguments"));

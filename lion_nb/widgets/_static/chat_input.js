@@ -68,16 +68,32 @@ function render({ model, el: root }) {
         model.send({ event: "detach", index });
         attach.focus();
       });
-      chip.append(name, label, remove);
+      chip.append(name, chipSeparator(), label, remove);
       cell.append(chip);
       return cell;
     }));
   }
 
+  // The box grows with its text -- and, while empty, with its placeholder, which would
+  // otherwise be cut to its first line wherever the box is narrow.
   function fit() {
     area.style.height = "auto";
-    area.style.height = `${area.scrollHeight + 2}px`;
+    let needed = area.scrollHeight;
+    if (!area.value && area.placeholder) {
+      area.value = area.placeholder;
+      needed = area.scrollHeight;
+      area.value = "";
+    }
+    area.style.height = `${needed + 2}px`;
   }
+  let width = 0;
+  new ResizeObserver(() => {
+    const now = area.getBoundingClientRect().width;
+    if (now && now !== width) {
+      width = now;
+      fit();
+    }
+  }).observe(area);
   // Values this box sent: the kernel echoes each one back, and an echo arriving after more
   // was typed (or after the message went) must not put the older text back.
   let sent = new Set();
@@ -87,7 +103,10 @@ function render({ model, el: root }) {
       area.value = value;
       fit();
     }
-    area.placeholder = model.get("placeholder");
+    if (area.placeholder !== model.get("placeholder")) {
+      area.placeholder = model.get("placeholder");
+      fit();
+    }
     area.setAttribute("aria-label", model.get("label"));
     const busy = model.get("disabled");
     attach.disabled = busy;

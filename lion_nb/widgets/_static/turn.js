@@ -8,10 +8,10 @@
 
 function drawStep(step) {
   const box = el("details", "lnb-tool lnb-step");
-  const state = step.pending ? "running…" : step.is_error ? "error" : "done";
+  const state = toolState(step);
   const summary = el("summary");
   summary.append(el("span", "lnb-role", "tool"), el("code", "lnb-fn", step.server ? `${step.server}/${step.function}` : step.function),
-    el("span", `lnb-tool-state lnb-tool-${step.pending ? "pending" : step.is_error ? "error" : "ok"}`, state));
+    el("span", `lnb-tool-state lnb-tool-${state}`, TOOL_STATE_WORDS[state]));
   const args = el("div");
   args.innerHTML = step.arguments;
   const result = el("div");
