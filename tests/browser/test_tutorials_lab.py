@@ -1,4 +1,5 @@
-"""Every tutorial in ``notebooks/`` opens in a real JupyterLab in Chromium and runs clean.
+"""Every tutorial in ``notebooks/`` opens in a real JupyterLab in Chromium and runs clean, in
+the Light theme and in the Dark one.
 
 Each notebook is found by a glob, so a new tutorial is checked without touching this file.
 For each one:
@@ -31,6 +32,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.browser.a11y import set_theme
 from tests.browser.jupyter import open_notebook, run_all, screenshot, wait_for_idle
 
 pytestmark = pytest.mark.browser
@@ -38,6 +40,9 @@ pytestmark = pytest.mark.browser
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = REPO / "notebooks"
 TUTORIALS = sorted(p for p in NOTEBOOKS.glob("*.ipynb") if not p.name.startswith("."))
+
+# Each tutorial runs in the default theme and in the dark one.
+THEMES = ("JupyterLab Light", "JupyterLab Dark")
 
 # Run All of the slowest tutorial takes seconds; this bounds a hung run, not a slow one.
 RUN_TIMEOUT = 100
@@ -138,8 +143,9 @@ def _whole_notebook_screenshot(page, name: str) -> Path:
         page.set_viewport_size(size)
 
 
+@pytest.mark.parametrize("theme", THEMES, ids=["light", "dark"])
 @pytest.mark.parametrize("source", TUTORIALS, ids=lambda p: p.stem)
-def test_the_tutorial_runs_clean_in_jupyterlab(source, lab_page, jupyter_server, page_log):
+def test_the_tutorial_runs_clean_in_jupyterlab(source, theme, lab_page, jupyter_server, page_log):
     page = lab_page
     console_errors: list[str] = []
 
@@ -149,19 +155,26 @@ def test_the_tutorial_runs_clean_in_jupyterlab(source, lab_page, jupyter_server,
 
     page.on("console", on_console)
     try:
+        if theme != THEMES[0]:
+            set_theme(page, theme)
         path, code_cells = _fresh_copy(jupyter_server, source)
         open_notebook(page, jupyter_server, path)
         run_all(page, timeout=RUN_TIMEOUT)
         page.wait_for_function(_WIDGETS_SETTLED_JS, polling=100, timeout=30_000)
         wait_for_idle(page, timeout=RUN_TIMEOUT)
         cells = page.evaluate(_CELLS_JS)
+        shown_theme = page.evaluate("() => document.body.dataset.jpThemeName")
         number = re.match(r"\d+", source.name)
+        suffix = "" if theme == THEMES[0] else "-dark"
         shot = _whole_notebook_screenshot(
-            page, f"tutorial-{number.group(0) if number else source.stem}"
+            page, f"tutorial-{number.group(0) if number else source.stem}{suffix}"
         )
     finally:
         page.remove_listener("console", on_console)
-    print(f"{source.name}: {len(cells)} code cells; screenshot {shot}")
+        if theme != THEMES[0]:
+            set_theme(page, THEMES[0])  # the module's other tests see the default theme
+    print(f"{source.name}: {len(cells)} code cells ({theme}); screenshot {shot}")
+    assert shown_theme == theme
 
     failures = {
         index: c["outputs"]

@@ -19,7 +19,7 @@ from tests.browser.jupyter import cell_output, new_notebook, open_notebook, run_
 
 pytestmark = pytest.mark.browser
 
-NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
+OLDER = Path(__file__).resolve().parent / "notebooks"  # notebooks saved by older versions
 THEMES = ("JupyterLab Light", "JupyterLab Dark")
 
 GRID = """\
@@ -94,8 +94,9 @@ SR_ONLY = """(root) => {
 
 def _stale_notebook():
     """Tutorial 12 as saved by an older lion_nb (its widget state holds that version's
-    stylesheet, without `.lnb-sr-only`), with a live widget's cell first."""
-    saved = nbformat.read(NOTEBOOKS / "12-cost-and-budgets.ipynb", as_version=4)
+    stylesheet, without `.lnb-sr-only`; kept in ``notebooks/`` beside this module), with a
+    live widget's cell first."""
+    saved = nbformat.read(OLDER / "tutorial-12-older-version.ipynb", as_version=4)
     state = saved.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
     old = [m["state"]["_css"] for m in state.values() if m["state"].get("_css")]
     assert old and ".lnb-sr-only" not in old[0]  # the old stylesheet this test is about
