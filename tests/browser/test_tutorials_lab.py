@@ -154,11 +154,13 @@ def test_the_tutorial_runs_clean_in_jupyterlab(source, theme, lab_page, jupyter_
             console_errors.append(f"{message.text} ({message.location.get('url', '')})")
 
     page.on("console", on_console)
+    themed = False
     try:
-        if theme != THEMES[0]:
-            set_theme(page, theme)
         path, code_cells = _fresh_copy(jupyter_server, source)
         open_notebook(page, jupyter_server, path)
+        if theme != THEMES[0]:
+            set_theme(page, theme)
+            themed = True
         run_all(page, timeout=RUN_TIMEOUT)
         page.wait_for_function(_WIDGETS_SETTLED_JS, polling=100, timeout=30_000)
         wait_for_idle(page, timeout=RUN_TIMEOUT)
@@ -171,7 +173,7 @@ def test_the_tutorial_runs_clean_in_jupyterlab(source, theme, lab_page, jupyter_
         )
     finally:
         page.remove_listener("console", on_console)
-        if theme != THEMES[0]:
+        if themed:
             set_theme(page, THEMES[0])  # the module's other tests see the default theme
     print(f"{source.name}: {len(cells)} code cells ({theme}); screenshot {shot}")
     assert shown_theme == theme
