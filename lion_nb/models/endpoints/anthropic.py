@@ -180,7 +180,7 @@ class AnthropicEndpoint(HTTPEndpoint):
             body["tools"] = tools
         if tool_choice:
             body["tool_choice"] = tool_choice
-            _check_forced(body)
+        _check_thinking(body)
         if caching:
             _cache_breakpoints(body)
         if stream:
@@ -258,15 +258,23 @@ class AnthropicEndpoint(HTTPEndpoint):
         )
 
 
-def _check_forced(body: dict[str, Any]) -> None:
-    """The API refuses thinking with a tool choice that forces a call; say so before sending."""
+def _check_thinking(body: dict[str, Any]) -> None:
+    """What the API refuses beside thinking, said before sending: a tool choice that forces a
+    call, ``temperature`` other than 1, ``top_k``, ``top_p`` below 0.95."""
     thinking = body.get("thinking")
-    choice = body["tool_choice"]
-    forced = isinstance(choice, dict) and choice.get("type") in ("any", "tool")
-    if forced and isinstance(thinking, dict) and thinking.get("type") not in (None, "disabled"):
+    if not isinstance(thinking, dict) or thinking.get("type") in (None, "disabled"):
+        return
+    choice = body.get("tool_choice")
+    if isinstance(choice, dict) and choice.get("type") in ("any", "tool"):
         raise ConfigurationError(
             "Claude cannot think when a tool call is forced (`tool_choice`, or structured "
             "output, which forces its answer tool): leave `reasoning=` out for this call."
+        )
+    temperature, top_p = body.get("temperature", 1), body.get("top_p", 1)
+    if temperature != 1 or "top_k" in body or not 0.95 <= top_p <= 1:
+        raise ConfigurationError(
+            "Claude thinks only with the default sampling: leave out `temperature` (or set "
+            "it to 1), `top_k` and `top_p` below 0.95 when `reasoning=` is set."
         )
 
 

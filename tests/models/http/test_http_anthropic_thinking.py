@@ -250,3 +250,20 @@ def test_the_blocks_survive_saving_and_loading_the_branch(http_fake):
     assert turn[0] == streamed_blocks(sse_events(TOOL))[0]
     assert compact(turn[0]) in sent.raw
     assert sent.body["thinking"] == {"type": "enabled", "budget_tokens": 2048}
+
+
+@pytest.mark.parametrize("option", [{"temperature": 0.2}, {"top_k": 5}, {"top_p": 0.5}])
+def test_sampling_the_api_refuses_with_thinking_is_refused_before_any_request(
+    http_fake, invoke, option
+):
+    m = claude(http_fake.anthropic_url, stream=False, reasoning="low", **option)
+    call = invoke(m)
+    assert isinstance(call.error, ConfigurationError) and "sampling" in str(call.error)
+    assert http_fake.requests == []
+
+
+def test_temperature_without_reasoning_is_still_sent(http_fake, invoke):
+    http_fake.push_json(anthropic_message("ok"))
+    call = invoke(claude(http_fake.anthropic_url, stream=False, temperature=0.2))
+    assert call.status == "completed", call.error
+    assert http_fake.requests[0].body["temperature"] == 0.2
