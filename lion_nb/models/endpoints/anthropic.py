@@ -38,6 +38,14 @@ provider's typed error (``overloaded_error`` -> `OverloadedError`), after conten
 (nothing is, once a 200 stream started), and both carry the text received as
 ``partial_text``.
 
+Thinking. ``reasoning=`` becomes the ``thinking`` form the model takes
+(`lion_nb.models.anthropic_thinking`); ``thinking_delta``s go to `emit_thinking_delta` and
+the thoughts are the answer's ``metadata["thinking"]``. An answer with ``thinking`` or
+``redacted_thinking`` blocks keeps its content as received in its reasoning record (api
+``anthropic``); the API checks each block's signature and wants the blocks back unchanged at
+the start of their turn, before its text and ``tool_use``, so a later request puts them there
+byte for byte. Records of other APIs are left out.
+
 Prompt caching (on unless ``iModel(cache=False)``): ``cache_control`` breakpoints at the end
 of the tools, the system prompt, the previous user turn and the latest turn (at most the
 API's four), so each turn reads the history before it from the cache and writes its own.
