@@ -14,9 +14,15 @@ import pytest
 from lion_nb import Branch, iModel
 from lion_nb.errors import ConfigurationError, ExecutionError
 from lion_nb.models.anthropic_thinking import thinking_form
+from lion_nb.models.cassettes import cassette
 from lion_nb.models.endpoints.base import ChatRequest, thinking_to
 from tests.fakes.anthropic_thinking import ThinkingAPI, compact, streamed_blocks
-from tests.fakes.http_server import anthropic_message, openai_completion, sse_events
+from tests.fakes.http_server import (
+    FakeProvider,
+    anthropic_message,
+    openai_completion,
+    sse_events,
+)
 
 KEY = "sk-ant-test-thinking-0123456789"
 TOOL = "anthropic_stream_thinking_tool.sse"
@@ -267,3 +273,69 @@ def test_temperature_without_reasoning_is_still_sent(http_fake, invoke):
     call = invoke(claude(http_fake.anthropic_url, stream=False, temperature=0.2))
     assert call.status == "completed", call.error
     assert http_fake.requests[0].body["temperature"] == 0.2
+
+
+def test_a_cassette_records_and_replays_the_blocks_byte_for_byte(tmp_path):
+    path = tmp_path / "calls.jsonl"
+
+    def conversation(url: str) -> Branch:
+        branch = tool_round(url)
+        anyio.run(lambda: branch.communicate("So, umbrella?", stream=False))
+        return branch
+
+    with FakeProvider() as server:
+        api = ThinkingAPI(server, [TOOL, anthropic_message("Take an umbrella.")])
+        url = server.anthropic_url
+        with cassette(path, mode="once") as tape:
+            recorded = conversation(url)
+        assert api.refusals == [] and tape.recorded == 2
+        sent = server.requests[-1]
+    with cassette(path, mode="none") as tape:  # the server is gone: replay only
+        replayed = conversation(url)
+    assert tape.replayed == 2 and tape.recorded == 0
+
+    def record(branch: Branch) -> list[bytes]:
+        answer = next(m for m in branch.messages if m.kind == "assistant_response")
+        return [compact(b) for b in answer.metadata["reasoning_record"]["items"]]
+
+    assert record(replayed) == record(recorded)
+    assert record(recorded)[0] == compact(streamed_blocks(sse_events(TOOL))[0])
+    assert record(recorded)[0] in sent.raw
+
+
+def test_interleaved_thinking_goes_back_in_its_order_between_the_calls(http_fake, invoke):
+    http_fake.push_json(anthropic_message("ok"))
+
+    def use(n: int) -> dict:
+        return {"type": "tool_use", "id": f"toolu_{n}", "name": "get_weather", "input": {"n": n}}
+
+    def calls(n: int) -> dict:
+        fn = {"name": "get_weather", "arguments": json.dumps({"n": n})}
+        return {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": f"toolu_{n}", "function": fn}],
+        }
+
+    first = {"type": "thinking", "thinking": "Paris first.", "signature": "sigA"}
+    second = {"type": "thinking", "thinking": "Now Lyon.", "signature": "sigB"}
+    items = [first, {"type": "text", "text": "Checking."}, use(1), second, use(2)]
+    messages = [
+        {"role": "user", "content": "Paris and Lyon?"},
+        {
+            "role": "assistant",
+            "content": "Checking.",
+            "reasoning_record": {"api": "anthropic", "items": items},
+        },
+        calls(1),
+        calls(2),
+        {"role": "tool", "tool_call_id": "toolu_1", "content": "14°C"},
+        {"role": "tool", "tool_call_id": "toolu_2", "content": "16°C"},
+    ]
+    request = ChatRequest(
+        messages=messages, tools=[{"type": "function", "function": {"name": "get_weather"}}]
+    )
+    call = invoke(claude(http_fake.anthropic_url, stream=False, cache=False), request)
+    assert call.status == "completed", call.error
+    [turn] = assistant_turns(http_fake.requests[0].body)
+    assert turn == items  # one turn, each call once, the thinking where it was
