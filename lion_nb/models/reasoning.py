@@ -2,7 +2,8 @@
 
 The levels are OpenAI's (``minimal``, ``low``, ``medium``, ``high``); each endpoint maps
 them onto its own wire (the OpenAI-compatible one: ``reasoning: {"effort", "summary"}`` on
-the Responses API, ``reasoning_effort`` on Chat Completions). An endpoint that does not map
+the Responses API, ``reasoning_effort`` on Chat Completions; Anthropic: the ``thinking`` form
+each Claude model takes, `lion_nb.models.anthropic_thinking`). An endpoint that does not map
 them yet declares ``takes_reasoning = False``; the setting is then left out of its requests
 and the answer's notes say so. A value outside the levels is refused before any request.
 

@@ -38,6 +38,14 @@ provider's typed error (``overloaded_error`` -> `OverloadedError`), after conten
 (nothing is, once a 200 stream started), and both carry the text received as
 ``partial_text``.
 
+Thinking. ``reasoning=`` becomes the ``thinking`` form the model takes
+(`lion_nb.models.anthropic_thinking`); ``thinking_delta``s go to `emit_thinking_delta` and
+the thoughts are the answer's ``metadata["thinking"]``. An answer with ``thinking`` or
+``redacted_thinking`` blocks keeps its content as received in its reasoning record (api
+``anthropic``); the API checks each block's signature and wants the blocks back unchanged at
+the start of their turn, before its text and ``tool_use``, so a later request puts them there
+byte for byte. Records of other APIs are left out.
+
 Prompt caching (on unless ``iModel(cache=False)``): ``cache_control`` breakpoints at the end
 of the tools, the system prompt, the previous user turn and the latest turn (at most the
 API's four), so each turn reads the history before it from the cache and writes its own.
@@ -55,12 +63,21 @@ from typing import Any, ClassVar
 
 from httpx_sse import ServerSentEvent
 
-from ...errors import ProviderError
+from ...errors import ConfigurationError, ProviderError
+from ..anthropic_thinking import thinking_options
 from ..clean import loads
+from ..reasoning import RECORD
 from ..usage import anthropic_usage
 from ._http import HTTPEndpoint
 from ._http_errors import error_fields, error_from_payload, stream_error, tag
-from .base import ChatRequest, ModelResponse, ToolCall, emit_text_delta, wants_stream
+from .base import (
+    ChatRequest,
+    ModelResponse,
+    ToolCall,
+    emit_text_delta,
+    emit_thinking_delta,
+    wants_stream,
+)
 from .openai import decode_arguments
 
 __all__ = ["ANTHROPIC_VERSION", "AnthropicEndpoint", "to_anthropic_messages"]
@@ -78,6 +95,9 @@ _STOP = {
 _TOOL_CHOICE = {"auto": {"type": "auto"}, "none": {"type": "none"}, "required": {"type": "any"}}
 _NO_TOOL = {"type": "none"}
 _REMEMBERED_TOOLS = 256  # schemas kept per endpoint for later turns without tools
+#: the ``api`` tag of this wire's reasoning records, and the blocks they exist for
+API = "anthropic"
+_THINKING = frozenset({"thinking", "redacted_thinking"})
 _STAND_IN = "Offered in an earlier turn of this conversation; not offered now."
 
 
@@ -97,6 +117,7 @@ class AnthropicEndpoint(HTTPEndpoint):
     default_key_env: ClassVar[str | None] = "ANTHROPIC_API_KEY"
     key_header: ClassVar[str] = "x-api-key"
     key_prefix: ClassVar[str] = ""
+    takes_reasoning: ClassVar[bool] = True
 
     def __init__(self, model: str, **kwargs: Any):
         super().__init__(model, **kwargs)
@@ -127,6 +148,14 @@ class AnthropicEndpoint(HTTPEndpoint):
         stream = bool(options.pop("stream", False)) or request.stream or wants_stream()
         max_tokens = options.pop("max_tokens", None)
         max_tokens = options.pop("max_completion_tokens", None) or max_tokens
+        level = options.pop("reasoning", None)
+        if level is not None and "thinking" not in options:  # the API's own `thinking=` wins
+            fields = thinking_options(self.model, level, max_tokens)
+            max_tokens = fields.pop("max_tokens", max_tokens)
+            config = fields.pop("output_config", None)
+            if config:
+                options["output_config"] = {**config, **(options.get("output_config") or {})}
+            options.update(fields)
         if "stop" in options:
             stop = options.pop("stop")
             options["stop_sequences"] = [stop] if isinstance(stop, str) else list(stop)
@@ -159,6 +188,7 @@ class AnthropicEndpoint(HTTPEndpoint):
             body["tools"] = tools
         if tool_choice:
             body["tool_choice"] = tool_choice
+        _check_thinking(body)
         if caching:
             _cache_breakpoints(body)
         if stream:
@@ -188,13 +218,16 @@ class AnthropicEndpoint(HTTPEndpoint):
                 request_id=request_id,
             )
         texts: list[str] = []
+        thoughts: list[str] = []
         calls: list[ToolCall] = []
         answered: Any = None
         for block in data["content"]:
             if not isinstance(block, dict):
                 raise ValueError(f"a `content` block is a {type(block).__name__}, not an object")
             kind = block.get("type")
-            if kind == "text":
+            if kind == "thinking" and block.get("thinking"):
+                thoughts.append(_text_of(block["thinking"]))
+            elif kind == "text":
                 texts.append(_text_of(block.get("text")))
             elif kind == "tool_use" and answer and block.get("name") == answer.name:
                 answered = block.get("input") or {}
@@ -218,6 +251,9 @@ class AnthropicEndpoint(HTTPEndpoint):
         usage = anthropic_usage(usage)
         if data.pop(_ESTIMATED, False) and usage:
             usage["estimated"] = True  # the output was counted here, not by the API
+        metadata: dict[str, Any] = {"thinking": "\n\n".join(thoughts)} if thoughts else {}
+        if any(block.get("type") in _THINKING for block in data["content"]):
+            metadata[RECORD] = {"api": API, "items": [dict(b) for b in data["content"]]}
         return ModelResponse(
             text=text,
             tool_calls=calls,
@@ -226,6 +262,27 @@ class AnthropicEndpoint(HTTPEndpoint):
             model=data.get("model") or self.model,
             finish_reason=finish,
             request_id=request_id,
+            metadata=metadata,
+        )
+
+
+def _check_thinking(body: dict[str, Any]) -> None:
+    """What the API refuses beside thinking, said before sending: a tool choice that forces a
+    call, ``temperature`` other than 1, ``top_k``, ``top_p`` below 0.95."""
+    thinking = body.get("thinking")
+    if not isinstance(thinking, dict) or thinking.get("type") in (None, "disabled"):
+        return
+    choice = body.get("tool_choice")
+    if isinstance(choice, dict) and choice.get("type") in ("any", "tool"):
+        raise ConfigurationError(
+            "Claude cannot think when a tool call is forced (`tool_choice`, or structured "
+            "output, which forces its answer tool): leave `reasoning=` out for this call."
+        )
+    temperature, top_p = body.get("temperature", 1), body.get("top_p", 1)
+    if temperature != 1 or "top_k" in body or not 0.95 <= top_p <= 1:
+        raise ConfigurationError(
+            "Claude thinks only with the default sampling: leave out `temperature` (or set "
+            "it to 1), `top_k` and `top_p` below 0.95 when `reasoning=` is set."
         )
 
 
@@ -256,7 +313,7 @@ def _cache_breakpoints(body: dict[str, Any]) -> None:
     for index in targets[-(_MAX_BREAKPOINTS - marks) :] if marks < _MAX_BREAKPOINTS else ():
         message = messages[index]
         blocks = list(message["content"])
-        if not blocks or not isinstance(blocks[-1], dict) or blocks[-1].get("type") == "thinking":
+        if not blocks or not isinstance(blocks[-1], dict) or blocks[-1].get("type") in _THINKING:
             continue
         blocks[-1] = {**blocks[-1], "cache_control": _EPHEMERAL}
         messages[index] = {**message, "content": blocks}
@@ -268,6 +325,14 @@ def to_anthropic_messages(messages: list[dict[str, Any]]) -> tuple[str, list[dic
     """``(system, messages)`` in Messages API form from OpenAI-style messages."""
     system: list[str] = []
     out: list[dict[str, Any]] = []
+    present = {
+        call.get("id")
+        for msg in messages
+        if msg.get("role") == "assistant"
+        for call in msg.get("tool_calls") or ()
+        if isinstance(call, dict)
+    }
+    recorded: set[str] = set()  # tool_use ids already put back from a reasoning record
     for msg in messages:
         role, content = msg.get("role"), msg.get("content")
         if role in ("system", "developer"):
@@ -284,8 +349,10 @@ def to_anthropic_messages(messages: list[dict[str, Any]]) -> tuple[str, list[dic
                 block["is_error"] = True
             _append(out, "user", [block])
         elif role == "assistant":
-            blocks = _blocks(content)
+            blocks = _recorded(msg, present, recorded)
             for call in msg.get("tool_calls") or []:
+                if call.get("id") in recorded:
+                    continue  # already in place, as the API sent it
                 fn = call.get("function") or call
                 blocks.append(
                     {
@@ -299,6 +366,35 @@ def to_anthropic_messages(messages: list[dict[str, Any]]) -> tuple[str, list[dic
         else:
             _append(out, "user", _blocks(content))
     return "\n\n".join(system), out
+
+
+def _recorded(msg: dict[str, Any], present: set[Any], recorded: set[str]) -> list[dict[str, Any]]:
+    """An assistant turn's blocks: with a reasoning record of this API, its thinking and
+    redacted thinking blocks unchanged and in place (the API checks their signatures, and
+    wants them before the turn's text and tool calls), the text where the answer had it and
+    each ``tool_use`` as sent, when the history still holds that call. A record of another
+    API is left out: thinking only goes back to the provider that produced it."""
+    text = _blocks(msg.get("content"))
+    record = msg.get(RECORD)
+    items = record.get("items") if isinstance(record, dict) and record.get("api") == API else None
+    if not isinstance(items, list):
+        return text
+    out: list[dict[str, Any]] = []
+    said = False
+    for item in items:
+        kind = item.get("type") if isinstance(item, dict) else None
+        if kind in _THINKING:
+            out.append(item)
+        elif kind == "text" and not said:
+            out.extend(text)
+            said = True
+        elif kind == "tool_use" and item.get("id") in present and item["id"] not in recorded:
+            recorded.add(item["id"])
+            out.append(item)
+    if not said:  # text the answer did not have: after the thinking, before any call
+        at = next((i for i, b in enumerate(out) if b.get("type") not in _THINKING), len(out))
+        out[at:at] = text
+    return out
 
 
 def _text_of(value: Any) -> str:
@@ -499,7 +595,9 @@ class _MessageStream:
         elif kind == "input_json_delta":
             self.partial_json.setdefault(index, []).append(delta.get("partial_json") or "")
         elif kind == "thinking_delta":
-            block["thinking"] = block.get("thinking", "") + (delta.get("thinking") or "")
+            thought = _text_of(delta.get("thinking"))
+            block["thinking"] = block.get("thinking", "") + thought
+            emit_thinking_delta(thought)
         elif kind == "signature_delta":
             block["signature"] = delta.get("signature")
         elif kind == "citations_delta":

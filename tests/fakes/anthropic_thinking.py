@@ -1,0 +1,126 @@
+"""Claude's extended thinking (``POST /v1/messages``) on the loopback `FakeProvider`.
+
+`ThinkingAPI` is a route: it answers each Messages request with the next of the replies it
+was given (an ``.sse`` fixture served byte for byte, or a dict sent as a JSON message), and
+keeps the rule of the real API that a fake would otherwise hide: the ``thinking`` blocks (with
+their ``signature``) and ``redacted_thinking`` blocks it sent must come back in every later
+request unchanged (the same JSON bytes) and at the start of their assistant turn, in the order
+they came. A request that edits a signature or a thought gets 400 ``invalid_request_error``
+("Invalid `signature` in `thinking` block"); one that drops or moves a block gets the 400 the
+API gives when an assistant turn does not start with its thinking.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tests.fakes.http_server import FakeProvider, Recorded, Script, sse_events
+
+__all__ = ["ThinkingAPI", "compact", "streamed_blocks"]
+
+_THINKING = ("thinking", "redacted_thinking")
+
+
+def compact(block: Any) -> bytes:
+    """``block`` as JSON the way httpx sends it: compact, UTF-8."""
+    return json.dumps(block, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def streamed_blocks(events: list[str]) -> list[dict[str, Any]]:
+    """The content blocks a Messages stream builds, as the API defines them from its deltas."""
+    blocks: dict[int, dict[str, Any]] = {}
+    for event in events:
+        for line in event.splitlines():
+            if not line.startswith("data: "):
+                continue
+            data = json.loads(line[6:])
+            kind, index = data.get("type"), data.get("index")
+            if kind == "content_block_start":
+                blocks[index] = dict(data["content_block"])
+            elif kind == "content_block_delta":
+                block, delta = blocks[index], data["delta"]
+                if delta["type"] == "thinking_delta":
+                    block["thinking"] += delta["thinking"]
+                elif delta["type"] == "signature_delta":
+                    block["signature"] = delta["signature"]
+                elif delta["type"] == "text_delta":
+                    block["text"] += delta["text"]
+    return [blocks[i] for i in sorted(blocks)]
+
+
+class ThinkingAPI:
+    """``ThinkingAPI(fake, [fixture or message dict, ...])``: install as a route of ``fake``."""
+
+    def __init__(self, fake: FakeProvider, replies: list[str | dict[str, Any]]):
+        self.replies = list(replies)
+        self.sent: list[list[dict[str, Any]]] = []  # per answer, its thinking blocks
+        self.refusals: list[str] = []
+        fake.routes.append(self)
+
+    def __call__(self, recorded: Recorded) -> Script | None:
+        if not recorded.path.endswith("/v1/messages"):
+            return None
+        problem = self._check(recorded)
+        if problem is not None:
+            self.refusals.append(problem)
+            error = {"type": "invalid_request_error", "message": problem}
+            return Script(status=400, body={"type": "error", "error": error})
+        if not self.replies:
+            return Script(status=500, body={"error": {"message": "no reply scripted"}})
+        reply = self.replies.pop(0)
+        if isinstance(reply, dict):
+            self._remember(reply.get("content") or [])
+            return Script(body=reply)
+        events = sse_events(reply)
+        self._remember(streamed_blocks(events))
+        return Script(events=events)
+
+    def _remember(self, content: list[dict[str, Any]]) -> None:
+        thinking = [block for block in content if block.get("type") in _THINKING]
+        if thinking:
+            self.sent.append(thinking)
+
+    def _check(self, recorded: Recorded) -> str | None:
+        body = recorded.body if isinstance(recorded.body, dict) else {}
+        messages = body.get("messages") or []
+        turns = [
+            (i, m["content"])
+            for i, m in enumerate(messages)
+            if m.get("role") == "assistant" and isinstance(m.get("content"), list)
+        ]
+        for blocks in self.sent:
+            first = blocks[0]
+            where = next(
+                ((i, c) for i, c in turns if any(_same_thought(b, first) for b in c)), None
+            )
+            if where is None:
+                return (
+                    "messages: Expected `thinking` or `redacted_thinking` to start the "
+                    "assistant turn that used it, but it is missing."
+                )
+            i, content = where
+            start = content[: len(blocks)]
+            for n, (got, want) in enumerate(zip(start, blocks, strict=False)):
+                if got.get("type") != want["type"]:
+                    return (
+                        f"messages.{i}.content.{n}.type: Expected `{want['type']}`, but found "
+                        f"`{got.get('type')}`. The assistant turn must start with its thinking."
+                    )
+                if compact(got) != compact(want) or compact(want) not in recorded.raw:
+                    return (
+                        f"messages.{i}.content.{n}: Invalid `signature` in `{want['type']}` block"
+                    )
+            if len(start) < len(blocks):
+                return f"messages.{i}.content: a `thinking` block is missing."
+        return None
+
+
+def _same_thought(got: Any, want: dict[str, Any]) -> bool:
+    """Whether ``got`` is meant as ``want`` (same kind and thought, whatever its signature)."""
+    if not isinstance(got, dict) or got.get("type") != want["type"]:
+        return False
+    key = "thinking" if want["type"] == "thinking" else "data"
+    return got.get(key) == want.get(key) or (
+        key == "thinking" and got.get("signature") == want.get("signature")
+    )
