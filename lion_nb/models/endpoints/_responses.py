@@ -46,6 +46,7 @@ from .base import (
     decode_arguments,
     emit_text_delta,
     emit_thinking_delta,
+    plain_text,
 )
 
 __all__ = ["API", "ResponsesStream", "read_response", "responses_body", "to_input"]
@@ -188,7 +189,7 @@ def _parts(content: Any, kind: str) -> list[dict[str, Any]]:
 
 def _assistant_items(msg: dict[str, Any]) -> list[dict[str, Any]]:
     """An assistant turn as items: its record's items in their place when it has one."""
-    text = _text_of(msg.get("content"))
+    text = plain_text(msg.get("content"))
     calls = {}
     for call in msg.get("tool_calls") or ():
         fn = call.get("function") or call
@@ -220,20 +221,6 @@ def _assistant_items(msg: dict[str, Any]) -> list[dict[str, Any]]:
         out.insert(0, _message("assistant", text, "output_text"))
     out.extend(calls.values())
     return out
-
-
-def _text_of(content: Any) -> str:
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(
-            p if isinstance(p, str) else str(p.get("text") or "")
-            for p in content
-            if isinstance(p, (str, dict))
-        )
-    return json.dumps(content, ensure_ascii=False, default=str)
 
 
 # -- response --------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ widget) sees the text as it arrives -- no callback threaded through every signat
 from __future__ import annotations
 
 import contextvars
+import json
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, Callable, Iterator
 from contextlib import contextmanager
@@ -135,6 +136,21 @@ def decode_arguments(args: Any) -> dict[str, Any]:
     except (TypeError, ValueError):
         return {"_raw_arguments": args}
     return value if isinstance(value, dict) else {"_raw_arguments": args}
+
+
+def plain_text(content: Any) -> str:
+    """A message's content as one text: its text parts joined, anything else as JSON."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            p if isinstance(p, str) else str(p.get("text") or "")
+            for p in content
+            if isinstance(p, (str, dict))
+        )
+    return json.dumps(content, ensure_ascii=False, default=str)
 
 
 @dataclass(slots=True)

@@ -87,6 +87,7 @@ from .base import (
     decode_arguments,
     emit_text_delta,
     emit_thinking_delta,
+    plain_text,
     wants_stream,
 )
 
@@ -448,9 +449,9 @@ def text_tool_history(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         role = msg.get("role")
         if role == "tool":
             name = names.get(msg.get("tool_call_id") or "", "the tool")
-            text = f"[{name} returned: {_plain_text(msg.get('content'))}]"
+            text = f"[{name} returned: {plain_text(msg.get('content'))}]"
         elif role == "assistant":
-            lines = [_plain_text(msg.get("content"))]
+            lines = [plain_text(msg.get("content"))]
             for call in msg.get("tool_calls") or ():
                 fn = call.get("function") or call
                 name = str(fn.get("name") or "tool")
@@ -463,27 +464,13 @@ def text_tool_history(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
             continue
         last = out[-1] if out else None
         if last is not None and last.get("role") == "assistant":
-            joined = (_plain_text(last.get("content")), text)
+            joined = (plain_text(last.get("content")), text)
             out[-1] = {"role": "assistant", "content": "\n\n".join(t for t in joined if t)}
         elif role == "assistant" and not msg.get("tool_calls"):
             out.append(msg)
         else:
             out.append({"role": "assistant", "content": text})
     return out
-
-
-def _plain_text(content: Any) -> str:
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(
-            p if isinstance(p, str) else str(p.get("text") or "")
-            for p in content
-            if isinstance(p, (str, dict))
-        )
-    return json.dumps(content, ensure_ascii=False, default=str)
 
 
 def _field(data: Any, name: str, kind: type, *, whole: bool = False) -> Any:
