@@ -528,8 +528,9 @@ def run_cell(page, index: int, wait: bool = True, timeout: float = 60) -> None:
         wait_for_idle(page, timeout)
 
 
-def wait_for_kernel_busy(page, timeout: float = 30) -> None:
-    """Wait until the kernel is executing (for a test that then interrupts it)."""
+def wait_for_kernel_busy(page, timeout: float = 90) -> None:
+    """Wait until the kernel is executing (for a test that then interrupts it). The bound is
+    generous: on a loaded machine a kernel can take tens of seconds to take its first cell."""
     page.wait_for_function(
         "() => {" + _PANEL_JS + " return lionPanel(null)?.sessionContext.kernelDisplayStatus"
         " === 'busy'; }",
