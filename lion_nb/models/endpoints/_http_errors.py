@@ -50,6 +50,7 @@ from ..secrets import redact
 __all__ = [
     "MAX_RETRY_AFTER",
     "SHAPE_ERRORS",
+    "StreamReader",
     "error_fields",
     "error_from_payload",
     "error_from_response",
@@ -274,6 +275,38 @@ def stream_error(
         body=_scrub(body),
     )
     return tag(exc, partial_text=partial_text)
+
+
+class StreamReader:
+    """What every provider's stream reader shares: the answer text received so far, and the
+    typed error that ends the stream keeping it (`stream_error`)."""
+
+    def __init__(self, provider: str, request_id: str | None):
+        self.provider = provider
+        self.request_id = request_id
+        self.text: list[str] = []
+
+    @property
+    def partial_text(self) -> str:
+        return "".join(self.text)
+
+    def _interrupted(self, message: str, body: Any = None) -> ProviderError:
+        return stream_error(
+            self.provider,
+            message,
+            request_id=self.request_id,
+            partial_text=self.partial_text,
+            body=body,
+        )
+
+    def _decode(self, data: str) -> Any:
+        """An event's JSON; text that is not JSON ends the stream."""
+        try:
+            return loads(data)
+        except ValueError:
+            raise self._interrupted(
+                f"the stream sent an event that is not JSON: {data[:200]!r}"
+            ) from None
 
 
 SHAPE_ERRORS = (TypeError, AttributeError, ValueError, KeyError, IndexError, OverflowError)

@@ -36,10 +36,9 @@ from typing import Any
 
 from httpx_sse import ServerSentEvent
 
-from ..clean import loads
 from ..reasoning import RECORD
 from ..usage import responses_usage
-from ._http_errors import error_fields, stream_error
+from ._http_errors import StreamReader, error_fields
 from .base import (
     ModelResponse,
     ToolCall,
@@ -284,39 +283,19 @@ def _finish_reason(data: dict[str, Any], calls: list[ToolCall]) -> str:
     return "tool_calls" if calls else "stop"
 
 
-class ResponsesStream:
+class ResponsesStream(StreamReader):
     """Reads a Responses API event stream into the terminal response object."""
 
     def __init__(self, provider: str, request_id: str | None):
-        self.provider = provider
-        self.request_id = request_id
-        self.text: list[str] = []
+        super().__init__(provider, request_id)
         self.items: dict[int, dict[str, Any]] = {}  # output_index -> item (`.done` wins)
         self.final: dict[str, Any] | None = None
-
-    @property
-    def partial_text(self) -> str:
-        return "".join(self.text)
-
-    def _interrupted(self, message: str, body: Any = None) -> Exception:
-        return stream_error(
-            self.provider,
-            message,
-            request_id=self.request_id,
-            partial_text=self.partial_text,
-            body=body,
-        )
 
     def feed(self, event: ServerSentEvent) -> bool:
         data = event.data.strip()
         if not data or data == "[DONE]":
             return data == "[DONE]" and self.final is not None
-        try:
-            payload = loads(data)
-        except ValueError:
-            raise self._interrupted(
-                f"the stream sent an event that is not JSON: {data[:200]!r}"
-            ) from None
+        payload = self._decode(data)
         if not isinstance(payload, dict):
             raise self._interrupted(f"the stream sent an unexpected event: {data[:200]!r}")
         kind = payload.get("type") or event.event

@@ -65,11 +65,10 @@ from httpx_sse import ServerSentEvent
 
 from ...errors import ConfigurationError, ProviderError
 from ..anthropic_thinking import thinking_options
-from ..clean import loads
 from ..reasoning import RECORD
 from ..usage import anthropic_usage
 from ._http import HTTPEndpoint
-from ._http_errors import error_fields, error_from_payload, stream_error, tag
+from ._http_errors import StreamReader, error_fields, error_from_payload, tag
 from .base import (
     ChatRequest,
     ModelResponse,
@@ -523,23 +522,17 @@ def _answer_tool(fmt: dict[str, Any]) -> tuple[_Answer, dict[str, Any]]:
     return _Answer(name, wrapped), tool
 
 
-class _MessageStream:
+class _MessageStream(StreamReader):
     """Merges Messages API events into one message dict, like a non-streamed answer."""
 
     def __init__(self, provider: str, request_id: str | None):
-        self.provider = provider
-        self.request_id = request_id
+        super().__init__(provider, request_id)
         self.message: dict[str, Any] = {}
         self.usage: dict[str, Any] = {}
         self.blocks: dict[int, dict[str, Any]] = {}
         self.partial_json: dict[int, list[str]] = {}
-        self.text: list[str] = []
         self.done = False
         self.counted = False  # whether a `message_delta` reported the output's usage
-
-    @property
-    def partial_text(self) -> str:
-        return "".join(self.text)
 
     @property
     def partial_usage(self) -> dict[str, Any]:
@@ -553,12 +546,7 @@ class _MessageStream:
     def feed(self, event: ServerSentEvent) -> bool:
         if not event.data.strip():
             return False
-        try:
-            data = loads(event.data)
-        except ValueError:
-            raise self._interrupted(
-                f"the stream sent an event that is not JSON: {event.data[:200]!r}"
-            ) from None
+        data = self._decode(event.data)
         if not isinstance(data, dict):
             raise ValueError(f"an event is a {type(data).__name__}, not an object")
         kind = data.get("type") or event.event
@@ -616,15 +604,6 @@ class _MessageStream:
         etype = err.get("type", "error") if isinstance(err, dict) else "error"
         message = f"{etype}: {error_fields(data)[0] or 'no message'}"
         return self._interrupted(f"error in the middle of the stream: {message}", data)
-
-    def _interrupted(self, message: str, body: Any = None) -> ProviderError:
-        return stream_error(
-            self.provider,
-            message,
-            request_id=self.request_id,
-            partial_text=self.partial_text,
-            body=body,
-        )
 
     def finish(self) -> dict[str, Any]:
         if not self.done:

@@ -71,14 +71,13 @@ from urllib.parse import urlsplit
 from httpx_sse import ServerSentEvent
 
 from ...errors import ConfigurationError, ProviderError
-from ..clean import loads
 from ..media import text_only
 from ..reasoning import RECORD
 from ..usage import openai_usage
 from . import PRESET_SETTINGS
 from . import _responses as responses_api
 from ._http import HTTPEndpoint
-from ._http_errors import error_fields, error_from_payload, stream_error
+from ._http_errors import StreamReader, error_fields, error_from_payload
 from ._structured import check_form, other_form, refuses_form, wire_format
 from .base import (
     ChatRequest,
@@ -508,23 +507,17 @@ def _tool_call(call: dict[str, Any]) -> ToolCall:
     )
 
 
-class _ChatStream:
+class _ChatStream(StreamReader):
     """Merges chat completion chunks into one ``chat.completion`` dict (choice 0)."""
 
     def __init__(self, provider: str, request_id: str | None):
-        self.provider = provider
-        self.request_id = request_id
+        super().__init__(provider, request_id)
         self.head: dict[str, Any] = {}
-        self.text: list[str] = []
         self.reasoning: list[str] = []
         self.tools: dict[int, dict[str, Any]] = {}
         self.finish_reason: str | None = None
         self.usage: dict[str, Any] | None = None
         self.done = False
-
-    @property
-    def partial_text(self) -> str:
-        return "".join(self.text)
 
     @property
     def partial_usage(self) -> dict[str, Any]:
@@ -535,15 +528,6 @@ class _ChatStream:
         except ValueError:
             return {}
 
-    def _interrupted(self, message: str, body: Any = None) -> ProviderError:
-        return stream_error(
-            self.provider,
-            message,
-            request_id=self.request_id,
-            partial_text=self.partial_text,
-            body=body,
-        )
-
     def feed(self, event: ServerSentEvent) -> bool:
         data = event.data.strip()
         if data == "[DONE]":
@@ -551,12 +535,7 @@ class _ChatStream:
             return True
         if not data:
             return False
-        try:
-            chunk = loads(data)
-        except ValueError:
-            raise self._interrupted(
-                f"the stream sent an event that is not JSON: {data[:200]!r}"
-            ) from None
+        chunk = self._decode(data)
         if not isinstance(chunk, dict):
             raise self._interrupted(f"the stream sent an unexpected event: {data[:200]!r}")
         if "error" in chunk or chunk.get("object") == "error" or event.event == "error":
