@@ -210,11 +210,7 @@ def estimate_input(branch: Branch, request: Any) -> tuple[int, int]:
     tokenizer that counts more) -- that is, the last real count plus the messages added
     since. The estimate of a conversation's history is incremental (`lion_nb.tokens`), so
     this costs the new messages, not the whole history. Returns ``(estimate, raised)``."""
-    from ..tokens import estimate_message_tokens, estimate_tokens
-
-    est = estimate_message_tokens(request.messages)
-    if request.tools:
-        est += estimate_tokens(request.tools)
+    est = _request_tokens(request)
     ledger = branch.__pydantic_private__.get("_ledger")
     anchor = ledger.anchor if ledger is not None else None
     if anchor is not None and est >= anchor[0]:  # the history went on from that call
@@ -247,6 +243,23 @@ def note_usage(branch: Branch, request: Any, response: Any) -> None:
     ledger.anchor = (est + answer_tokens, max(0, real - est - answer_tokens))
 
 
+def _request_tokens(request: Any) -> int:
+    """A request's input tokens as estimated from its messages and tools."""
+    from ..tokens import estimate_message_tokens, estimate_tokens
+
+    est = estimate_message_tokens(request.messages)
+    if request.tools:
+        est += estimate_tokens(request.tools)
+    return est
+
+
+def _max_tokens(imodel: Any, request: Any) -> int | None:
+    """The output limit a request is sent with (the model's options, then the request's)."""
+    options = {**(getattr(imodel, "options", None) or {}), **(request.options or {})}
+    value = options.get("max_completion_tokens") or options.get("max_tokens")
+    return value if isinstance(value, int) else None
+
+
 #: the least output a call is started with when a budget has to bound it
 MIN_OUTPUT = 16
 #: a call with no ``max_tokens`` is given one only when its budgets leave less room than
@@ -271,9 +284,7 @@ def check_budgets(branch: Branch, imodel: Any, request: Any) -> None:
         return
     raw, est_in = estimate_input(branch, request)
     (private.get("_ledger") or branch_ledger(branch)).admitted = (request, raw)
-    options = {**(getattr(imodel, "options", None) or {}), **(request.options or {})}
-    max_tokens = options.get("max_completion_tokens") or options.get("max_tokens")
-    max_tokens = max_tokens if isinstance(max_tokens, int) else None
+    max_tokens = _max_tokens(imodel, request)
     label = f"{imodel.provider}/{imodel.model}"
     applying = _applying(branch, session)
     if max_tokens is None:
@@ -282,42 +293,64 @@ def check_budgets(branch: Branch, imodel: Any, request: Any) -> None:
             request.options = {**(request.options or {}), "max_tokens": max_tokens}
         else:  # unbounded: at least the least output a call is started with must fit
             max_tokens = MIN_OUTPUT
+    _, crossed = _first_crossed(applying, imodel, imodel.pricer, label, est_in, max_tokens)
+    if crossed is None:
+        return
+    budget, where, usd, tokens, kind, needed = crossed
+    if kind == "usd":
+        message = (
+            f"The {where} budget of ${budget.usd:g} is reached: ${usd:.4f} spent, and this "
+            f"call of `{label}` could cost up to ${needed:.4f} more."
+        )
+    else:
+        message = (
+            f"The {where} budget of {budget.tokens:,} tokens is reached: {tokens:,} used, and "
+            f"this call of `{label}` needs about {needed:,} more."
+        )
+    raise BudgetExceeded(
+        f"{message} It was not started; nothing of it is recorded. {_raise_hint(where, kind)}",
+        budget=budget,
+        where=where,
+        spent_usd=usd,
+        spent_tokens=tokens,
+        limit=kind,
+        needed=needed,
+    )
+
+
+def _first_crossed(
+    applying: list[tuple[Budget, str, Any]],
+    imodel: Any,
+    pricer: Any,
+    label: str,
+    est_in: int,
+    max_tokens: int,
+    *,
+    planned_usd: float = 0.0,
+    planned_tokens: int = 0,
+) -> tuple[float, tuple[Budget, str, float, int, str, Any] | None]:
+    """A call's worst case in dollars (by ``pricer``), and the first budget it would cross on
+    top of what is spent and what is ``planned`` before it: ``(budget, where, spent usd,
+    spent tokens, "usd" | "tokens", needed)``, or ``None``. A dollar budget over an unpriced
+    model, or over calls that had no price, fails closed (`ConfigurationError`)."""
     worst_usd: float | None = None
     for budget, where, spend in applying:
         usd, tokens, unpriced = _spent(spend)
         if budget.usd is not None:
             if worst_usd is None:
                 _check_priced(imodel, budget, where, label)
-                worst_usd = imodel.pricer.worst_case(est_in, max_tokens) or 0.0
+                worst_usd = pricer.worst_case(est_in, max_tokens) or 0.0
             if unpriced:
                 raise ConfigurationError(
                     f"The {where} budget of ${budget.usd:g} cannot be kept: {unpriced} call(s) "
                     "under it had no price. Give those models `price=`."
                 )
-            if usd + worst_usd > budget.usd:
-                raise BudgetExceeded(
-                    f"The {where} budget of ${budget.usd:g} is reached: ${usd:.4f} spent, and "
-                    f"this call of `{label}` could cost up to ${worst_usd:.4f} more. It was not "
-                    f"started; nothing of it is recorded. {_raise_hint(where, 'usd')}",
-                    budget=budget,
-                    where=where,
-                    spent_usd=usd,
-                    spent_tokens=tokens,
-                    limit="usd",
-                    needed=worst_usd,
-                )
-        if budget.tokens is not None and tokens + est_in + (max_tokens or 0) > budget.tokens:
-            raise BudgetExceeded(
-                f"The {where} budget of {budget.tokens:,} tokens is reached: {tokens:,} used, "
-                f"and this call of `{label}` needs about {est_in + (max_tokens or 0):,} more. "
-                f"It was not started; nothing of it is recorded. {_raise_hint(where, 'tokens')}",
-                budget=budget,
-                where=where,
-                spent_usd=usd,
-                spent_tokens=tokens,
-                limit="tokens",
-                needed=est_in + (max_tokens or 0),
-            )
+            if usd + planned_usd + worst_usd > budget.usd:
+                return worst_usd, (budget, where, usd, tokens, "usd", planned_usd + worst_usd)
+        needed = planned_tokens + est_in + max_tokens
+        if budget.tokens is not None and tokens + needed > budget.tokens:
+            return worst_usd or 0.0, (budget, where, usd, tokens, "tokens", needed)
+    return worst_usd or 0.0, None
 
 
 def fitting_requests(
@@ -330,9 +363,10 @@ def fitting_requests(
     meter: Any = None,
 ) -> tuple[int, BudgetExceeded | None]:
     """How many of ``requests`` (in order) fit, all together, every budget over the calls of
-    ``branch``'s clones (its session's, a scope's) and ``meter``'s, by their worst cases (``pricer``: the batch's discounted price);
-    and the `BudgetExceeded` for the first that does not. A provider batch is checked whole
-    before it is submitted: once submitted, its calls cannot be stopped one by one."""
+    ``branch``'s clones (its session's, a scope's) and ``meter``'s, by their worst cases
+    (``pricer``: the batch's discounted price); and the `BudgetExceeded` for the first that
+    does not. A provider batch is checked whole before it is submitted: once submitted, its
+    calls cannot be stopped one by one."""
     if not _MADE[0]:
         return len(requests), None
     if session is None and branch.__pydantic_private__.get("_owning_session_id") is not None:
@@ -343,60 +377,45 @@ def fitting_requests(
         applying.append((meter.budget, meter.where, meter))
     if not applying:
         return len(requests), None
-    from ..tokens import estimate_message_tokens, estimate_tokens
-
     pricer = pricer or imodel.pricer
     label = f"{imodel.provider}/{imodel.model}"
-    defaults = getattr(imodel, "options", None) or {}
     sum_usd, sum_tokens = 0.0, 0
     for n, request in enumerate(requests):
-        est_in = estimate_message_tokens(request.messages)
-        if request.tools:
-            est_in += estimate_tokens(request.tools)
-        options = {**defaults, **(request.options or {})}
-        max_tokens = options.get("max_completion_tokens") or options.get("max_tokens")
-        max_tokens = max_tokens if isinstance(max_tokens, int) else MIN_OUTPUT
-        worst_usd = None
-        for budget, where, spend in applying:
-            usd, tokens, unpriced = _spent(spend)
-            if budget.usd is not None:
-                if worst_usd is None:
-                    _check_priced(imodel, budget, where, label)
-                    worst_usd = pricer.worst_case(est_in, max_tokens) or 0.0
-                if unpriced:
-                    raise ConfigurationError(
-                        f"The {where} budget of ${budget.usd:g} cannot be kept: {unpriced} "
-                        "call(s) under it had no price. Give those models `price=`."
-                    )
-                if usd + sum_usd + worst_usd > budget.usd:
-                    return n, BudgetExceeded(
-                        f"The {where} budget of ${budget.usd:g} is reached: ${usd:.4f} spent, "
-                        f"and the batch's first {n + 1} item(s) could cost up to "
-                        f"${sum_usd + worst_usd:.4f}; {n} fit, the rest were not submitted. "
-                        f"{_raise_hint(where, 'usd')}",
-                        budget=budget,
-                        where=where,
-                        spent_usd=usd,
-                        spent_tokens=tokens,
-                        limit="usd",
-                        needed=sum_usd + worst_usd,
-                    )
-            if budget.tokens is not None and (
-                tokens + sum_tokens + est_in + max_tokens > budget.tokens
-            ):
-                return n, BudgetExceeded(
-                    f"The {where} budget of {budget.tokens:,} tokens is reached: {tokens:,} "
-                    f"used, and the batch's first {n + 1} item(s) need about "
-                    f"{sum_tokens + est_in + max_tokens:,}; {n} fit, the rest were not "
-                    f"submitted. {_raise_hint(where, 'tokens')}",
-                    budget=budget,
-                    where=where,
-                    spent_usd=usd,
-                    spent_tokens=tokens,
-                    limit="tokens",
-                    needed=sum_tokens + est_in + max_tokens,
+        est_in = _request_tokens(request)
+        limit = _max_tokens(imodel, request)
+        max_tokens = MIN_OUTPUT if limit is None else limit
+        worst_usd, crossed = _first_crossed(
+            applying,
+            imodel,
+            pricer,
+            label,
+            est_in,
+            max_tokens,
+            planned_usd=sum_usd,
+            planned_tokens=sum_tokens,
+        )
+        if crossed is not None:
+            budget, where, usd, tokens, kind, needed = crossed
+            if kind == "usd":
+                message = (
+                    f"The {where} budget of ${budget.usd:g} is reached: ${usd:.4f} spent, "
+                    f"and the batch's first {n + 1} item(s) could cost up to ${needed:.4f}"
                 )
-        sum_usd += worst_usd or 0.0
+            else:
+                message = (
+                    f"The {where} budget of {budget.tokens:,} tokens is reached: {tokens:,} "
+                    f"used, and the batch's first {n + 1} item(s) need about {needed:,}"
+                )
+            return n, BudgetExceeded(
+                f"{message}; {n} fit, the rest were not submitted. {_raise_hint(where, kind)}",
+                budget=budget,
+                where=where,
+                spent_usd=usd,
+                spent_tokens=tokens,
+                limit=kind,
+                needed=needed,
+            )
+        sum_usd += worst_usd
         sum_tokens += est_in + max_tokens
     return len(requests), None
 
