@@ -72,17 +72,28 @@ async def _group_left(pgid: int) -> bool:
     return await anyio.to_thread.run_sync(_group_alive, pgid)
 
 
+async def _terminate(pgid: int, grace: float, leader: Process | None = None) -> None:
+    """SIGTERM the group while anything of it (``leader`` or another member) is left, wait
+    up to ``grace`` s, SIGKILL what is left."""
+
+    async def left() -> bool:
+        return (leader is not None and leader.returncode is None) or await _group_left(pgid)
+
+    if not await left():
+        return
+    _signal_group(pgid, signal.SIGTERM)
+    with anyio.move_on_after(grace):
+        if leader is not None:
+            await leader.wait()
+        while await _group_left(pgid):  # noqa: ASYNC110 - a group has no exit event
+            await anyio.sleep(0.02)
+    if await left():
+        _signal_group(pgid, getattr(signal, "SIGKILL", signal.SIGTERM))
+
+
 async def stop_group(process: Process, grace: float) -> None:
     """SIGTERM the group, wait up to ``grace`` s, SIGKILL what is left, reap the leader."""
-    pgid = process.pid
-    if process.returncode is None or await _group_left(pgid):
-        _signal_group(pgid, signal.SIGTERM)
-        with anyio.move_on_after(grace):
-            await process.wait()
-            while await _group_left(pgid):  # noqa: ASYNC110 - a group has no exit event
-                await anyio.sleep(0.02)
-        if process.returncode is None or await _group_left(pgid):
-            _signal_group(pgid, getattr(signal, "SIGKILL", signal.SIGTERM))
+    await _terminate(process.pid, grace, process)
     await process.wait()
     await process.aclose()
 
@@ -90,14 +101,7 @@ async def stop_group(process: Process, grace: float) -> None:
 async def end_group(pgid: int, grace: float) -> None:
     """Stop what is left of a group whose leader is gone (a helper it started): SIGTERM,
     wait up to ``grace`` s, SIGKILL the rest."""
-    if not await _group_left(pgid):
-        return
-    _signal_group(pgid, signal.SIGTERM)
-    with anyio.move_on_after(grace):
-        while await _group_left(pgid):  # noqa: ASYNC110 - a group has no exit event
-            await anyio.sleep(0.02)
-    if await _group_left(pgid):
-        _signal_group(pgid, getattr(signal, "SIGKILL", signal.SIGTERM))
+    await _terminate(pgid, grace)
 
 
 def kill_group(pgid: int) -> None:
