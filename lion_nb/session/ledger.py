@@ -291,7 +291,7 @@ def _owner(branch: Branch) -> Session | None:
     return session
 
 
-def _unpriced(pricer: Any, usage: Any, priced: Any) -> float | None:
+def _checked_price(pricer: Any, usage: Any, priced: Any) -> float | None:
     """A computed price kept only if it is a finite number >= 0 (else unpriced, warned)."""
     usd = finite_usd(priced)
     if usd is None:
@@ -332,7 +332,7 @@ def record_call(
         except (TypeError, ValueError, OverflowError):  # a usage no normalizer made
             usd = math.nan
         if usd is not None and not (usd.__class__ is float and 0.0 <= usd < math.inf):
-            usd = _unpriced(pricer, usage, usd)
+            usd = _checked_price(pricer, usage, usd)
     if usd is not None and discount != 1.0:
         usd *= discount
     private = branch.__pydantic_private__
