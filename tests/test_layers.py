@@ -153,7 +153,16 @@ def bad_circles(root: Path = ROOT) -> list[str]:
 LAYERS: dict[str, list[set[str]]] = {
     "lion_nb": [
         # the base: imports nothing of lion_nb but `errors`
-        {"_lazy", "_sentinel", "errors", "settings", "store_location", "tokens", "untrusted"},
+        {
+            "_callables",
+            "_lazy",
+            "_sentinel",
+            "errors",
+            "settings",
+            "store_location",
+            "tokens",
+            "untrusted",
+        },
         {"rendering"},
         {"models"},
         {"context"},  # notebook values as model content (ADR-0110)

@@ -8,24 +8,16 @@ registered name can never shadow a built-in Branch attribute. The registry is no
 
 from __future__ import annotations
 
-import functools
-import inspect
 from collections.abc import Callable
 from typing import Any
 
+from .._callables import is_async_callable
 from ..errors import ItemExistsError
 
 __all__ = ["OperationManager", "is_coro_func"]
 
 
-def is_coro_func(func: Any) -> bool:
-    """True for ``async def`` functions, also behind ``functools.partial`` or as ``__call__``."""
-    while isinstance(func, functools.partial):
-        func = func.func
-    if inspect.iscoroutinefunction(func):
-        return True
-    call = getattr(func, "__call__", None)  # noqa: B004 - callable objects count too
-    return call is not None and not inspect.isfunction(func) and inspect.iscoroutinefunction(call)
+is_coro_func = is_async_callable  # the name this module has always exported
 
 
 class OperationManager:

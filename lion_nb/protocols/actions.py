@@ -44,6 +44,7 @@ import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
+from .._callables import is_async_callable
 from ..errors import ItemExistsError, ItemNotFoundError
 from ._docstrings import docstring_of, first_paragraph, param_docs
 from .jsonsafe import text_of
@@ -225,7 +226,7 @@ class Tool:
         keyword.update(values.model_extra or {})
         positional = [keyword.pop(name) for name in self._positional]
         func = self.func_callable
-        if self.run_in_thread and not _is_async(func):
+        if self.run_in_thread and not is_async_callable(func):
             result = await anyio.to_thread.run_sync(
                 functools.partial(func, *positional, **keyword), abandon_on_cancel=True
             )
@@ -473,13 +474,6 @@ def _resolve(annotation: str, func: Any) -> Any:
         return typing.get_type_hints(holder, globalns=namespace, include_extras=True)["x"]
     except Exception:
         return Any
-
-
-def _is_async(func: Any) -> bool:
-    func = _unwrap(func)
-    return inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(
-        getattr(func, "__call__", None)  # noqa: B004 - a callable object's own __call__
-    )
 
 
 def _name_of(tool: Any) -> str:

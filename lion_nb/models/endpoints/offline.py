@@ -41,6 +41,7 @@ from typing import Any, ClassVar
 import anyio
 import anyio.to_thread
 
+from ..._callables import is_async_callable
 from ...errors import (
     AuthenticationError,
     BadRequestError,
@@ -214,7 +215,7 @@ async def _run_function(f: Callable[..., Any], messages: Any, extra: dict[str, A
     """``f(messages, **extra)``, awaited when async. A sync function runs in a worker thread
     that a cancellation abandons: Stop and the interrupt end the turn at once, however long
     ``f`` blocks (it may finish in its thread; its answer is dropped)."""
-    if _is_async(f):
+    if is_async_callable(f):
         return await f(messages, **extra)
     result = await anyio.to_thread.run_sync(
         functools.partial(f, messages, **extra), abandon_on_cancel=True
@@ -222,12 +223,6 @@ async def _run_function(f: Callable[..., Any], messages: Any, extra: dict[str, A
     if inspect.isawaitable(result):  # a sync callable that returned a coroutine
         result = await result
     return result
-
-
-def _is_async(f: Any) -> bool:
-    return inspect.iscoroutinefunction(f) or inspect.iscoroutinefunction(
-        getattr(f, "__call__", None)  # noqa: B004 - a callable object's own __call__
-    )
 
 
 # -- auto ---------------------------------------------------------------------------------------
