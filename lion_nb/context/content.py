@@ -35,10 +35,14 @@ _FIX = {
 }
 
 
+def _group(kind: str | None) -> str:
+    """The key of `LIMITS` a media type falls under (None: text)."""
+    return "text" if kind is None else "image" if kind.startswith("image/") else kind
+
+
 def limit_of(kind: str | None) -> int | None:
     """The most bytes a ``kind`` (a media type; None for text) may have, or None."""
-    group = "text" if kind is None else "image" if kind.startswith("image/") else kind
-    return LIMITS.get(group)
+    return LIMITS.get(_group(kind))
 
 
 def check_size(kind: str | None, size: int, name: str | None = None) -> None:
@@ -47,7 +51,7 @@ def check_size(kind: str | None, size: int, name: str | None = None) -> None:
     limit = limit_of(kind)
     if limit is None or size <= limit:
         return
-    group = "text" if kind is None else "image" if kind.startswith("image/") else kind
+    group = _group(kind)
     label = f"`{name}`" if name else f"the {'PDF' if group == 'application/pdf' else group}"
     shown = f"{size / MB:,.1f} MB"
     if shown == f"{limit // MB}.0 MB":  # just over: the bytes say by how much
