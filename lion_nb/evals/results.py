@@ -22,7 +22,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from .checks import CheckResult
+from .checks import CheckResult, _short
 from .stats import wilson
 
 __all__ = ["EvalResults", "EvalRow"]
@@ -108,12 +108,8 @@ def errors_text(
         f"{'its' if failed == 1 else 'their'} checks"
     )
     times = f" ({top[1]} of {errors})" if errors > 1 else ""
-    return counts, f"most common error{times}: {_clip(top[0], limit)}"
-
-
-def _clip(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    error = _short(" ".join(top[0].split()), limit)
+    return counts, f"most common error{times}: {error}"
 
 
 def _jsonable(value: Any) -> Any:
