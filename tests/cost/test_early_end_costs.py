@@ -38,17 +38,23 @@ def always(fake, make) -> None:
     fake.routes.append(lambda rec: make(rec) if rec.path.endswith("/chat/completions") else None)
 
 
+def cut_turn(branch, instruction: str, error: type[BaseException], verb: str = "communicate"):
+    """One turn of ``branch`` whose stream is cut short, streamed, ending in ``error``."""
+
+    async def main():
+        with streaming_to(lambda _t: None), pytest.raises(error):
+            await getattr(branch, verb)(instruction)
+
+    anyio.run(main)
+
+
 # -- a stream cut short is billed, estimated -----------------------------------------------------
 def test_a_stream_cut_short_is_recorded_with_an_estimated_usage(http_fake):
     always(http_fake, lambda rec: Script(events=openai_deltas(WORDS), cut_after=len(WORDS)))
     branch = Session().default_branch
     branch.chat_model = model(http_fake, price=FIVE)
 
-    async def main():
-        with streaming_to(lambda _t: None), pytest.raises(StreamInterruptedError):
-            await branch.communicate("Write a lot.")
-
-    anyio.run(main)
+    cut_turn(branch, "Write a lot.", StreamInterruptedError)
     cost = branch.cost()
     assert cost.calls == 1 and cost.output_tokens >= 2500 and cost.usd > 0
     rows = branch.__pydantic_private__["_ledger"].as_rows()
@@ -83,11 +89,7 @@ def test_a_cut_anthropic_stream_is_billed_on_the_input_count_it_reported(http_fa
         price=FIVE,
     )
 
-    async def main():
-        with streaming_to(lambda _t: None), pytest.raises(StreamInterruptedError):
-            await branch.communicate("Say something.")
-
-    anyio.run(main)
+    cut_turn(branch, "Say something.", StreamInterruptedError)
     cost = branch.cost()
     assert cost.calls == 1
     assert cost.input_tokens == 5000 and cost.cache_read_tokens == 1000  # the server's count
@@ -102,11 +104,7 @@ def test_a_restored_branch_counts_the_cut_call_again(http_fake):
     branch = Session().default_branch
     branch.chat_model = model(http_fake, price=FIVE)
 
-    async def main():
-        with streaming_to(lambda _t: None), pytest.raises(StreamInterruptedError):
-            await branch.communicate("Say something.")
-
-    anyio.run(main)
+    cut_turn(branch, "Say something.", StreamInterruptedError)
     restored = Branch.from_dict(branch.to_dict())
     assert restored.cost().calls == 1
     assert restored.cost().usd == pytest.approx(branch.cost().usd)
@@ -135,11 +133,7 @@ def test_a_plain_chat_cut_short_is_billed_too(http_fake):
     branch = Session().default_branch
     branch.chat_model = model(http_fake, price=FIVE)
 
-    async def main():
-        with streaming_to(lambda _t: None), pytest.raises(ExecutionError):
-            await branch.chat("Say something.")
-
-    anyio.run(main)
+    cut_turn(branch, "Say something.", ExecutionError, verb="chat")
     assert len(branch.messages) == 0  # chat records no message (ADR-0021 D3)
     assert branch.cost().calls == 1 and branch.cost().output_tokens >= 2
 
@@ -149,11 +143,7 @@ def test_a_stream_cut_before_any_text_bills_nothing(http_fake):
     branch = Session().default_branch
     branch.chat_model = model(http_fake, price=FIVE)
 
-    async def main():
-        with streaming_to(lambda _t: None), pytest.raises(ExecutionError):
-            await branch.communicate("Say something.")
-
-    anyio.run(main)
+    cut_turn(branch, "Say something.", ExecutionError)
     assert branch.cost().calls == 0 and len(branch.messages) == 0
 
 
