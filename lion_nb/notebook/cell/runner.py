@@ -132,10 +132,11 @@ def interrupt_cancels(task: asyncio.Task[Any] | None) -> Any:
 
     from .display import terminal_shell
 
-    if task is None or threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    if not terminal_shell():
+    if (
+        task is None
+        or threading.current_thread() is not threading.main_thread()
+        or not terminal_shell()
+    ):
         yield
         return
     loop = task.get_loop()
