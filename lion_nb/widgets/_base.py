@@ -43,6 +43,7 @@ def stylesheet() -> str:
     return "\n".join([*(s.read_text(encoding="utf-8") for s in sheets), HIGHLIGHT_CSS])
 
 
+@cache
 def stylesheet_version() -> str:
     """``<lion_nb version>+<hash of the stylesheet>``: which stylesheet a page holds."""
     import hashlib
