@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,10 +26,9 @@ def server_command(log: Path | None = None, *extra: str) -> list[str]:
     return [*command, *extra]
 
 
-def children() -> set[int]:
-    """Pids of this process's live children (zombies excluded)."""
-    me = str(os.getpid())
-    found = set()
+def _live_processes() -> Iterator[tuple[int, list[str]]]:
+    """``(pid, the fields of /proc/PID/stat after the name)`` of every live process (zombies
+    excluded): field 1 is the parent's pid, field 2 the process group."""
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -37,25 +37,19 @@ def children() -> set[int]:
         except OSError:
             continue
         fields = stat[stat.rfind(")") + 2 :].split()
-        if fields[1] == me and fields[0] != "Z":
-            found.add(int(entry))
-    return found
+        if fields[0] != "Z":
+            yield int(entry), fields
+
+
+def children() -> set[int]:
+    """Pids of this process's live children (zombies excluded)."""
+    me = str(os.getpid())
+    return {pid for pid, fields in _live_processes() if fields[1] == me}
 
 
 def group_members(pgid: int) -> set[int]:
     """Pids of the live processes (zombies excluded) in process group ``pgid``."""
-    found = set()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2 :].split()
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            found.add(int(entry))
-    return found
+    return {pid for pid, fields in _live_processes() if int(fields[2]) == pgid}
 
 
 def open_fds() -> int:
