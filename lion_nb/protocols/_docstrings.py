@@ -76,9 +76,10 @@ def _section(lines: list[str], start: int, numpy: bool, docs: dict[str, str]) ->
         if indent == entry_indent:
             m = (_NUMPY_ENTRY if numpy else _GOOGLE_ENTRY).fullmatch(text)
             current = [n.strip(" *") for n in m.group(1).split(",")] if m else []
+            # a NumPy entry line carries the type; its description is on the next lines
+            described = (m.group(2) or "") if m and not numpy else ""
             for name in current:
-                # a NumPy entry line carries the type; its description is on the next lines
-                docs[name] = "" if numpy else (m.group(2) or "")
+                docs[name] = described
         else:
             for name in current:
                 docs[name] = f"{docs.get(name, '')} {text}".strip()
