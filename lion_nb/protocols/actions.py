@@ -98,7 +98,7 @@ class Tool:
         self.func_callable = func_callable
         self.run_in_thread = run_in_thread
         target = _unwrap(func_callable)
-        self.name: str = name or getattr(target, "__name__", type(target).__name__)
+        self.name: str = name or _own_name(target)
         if not _NAME.match(self.name):
             raise ValueError(
                 f"`{self.name}` is not a valid tool name (letters, digits, `_` and `-`, at "
@@ -155,7 +155,8 @@ class Tool:
                 annotation = _resolve(annotation, func)
             if annotation is param.empty:
                 annotation = Any
-            extra = {"description": docs[param.name]} if param.name in docs else {}
+            # Field's keywords each take their own type; this map only ever holds `description`
+            extra: dict[str, Any] = {"description": docs[param.name]} if param.name in docs else {}
             default = param.default
             if isinstance(default, FieldInfo):  # ``x: int = Field(3, ge=0)``: keep it whole
                 annotation = Annotated[annotation, default]
@@ -445,6 +446,12 @@ def _check_complete(request: ActionRequest) -> None:
     )
 
 
+def _own_name(obj: Any) -> str:
+    """A function's or model's own name; an object without one goes by its class's."""
+    found: str = getattr(obj, "__name__", type(obj).__name__)
+    return found
+
+
 def _unwrap(obj: Any) -> Any:
     while isinstance(obj, functools.partial):
         obj = obj.func
@@ -468,8 +475,10 @@ def _type_hints(func: Any) -> dict[str, Any]:
 def _resolve(annotation: str, func: Any) -> Any:
     """One postponed annotation evaluated in the function's module; ``Any`` if it cannot be."""
     holder = types.SimpleNamespace(__annotations__={"x": annotation})
-    owners = (func, getattr(func, "__init__", None), type(func).__call__)
-    namespace = next((o.__globals__ for o in owners if hasattr(o, "__globals__")), {})
+    owners: tuple[Any, ...] = (func, getattr(func, "__init__", None), type(func).__call__)
+    namespace: dict[str, Any] = next(
+        (o.__globals__ for o in owners if hasattr(o, "__globals__")), {}
+    )
     try:
         return typing.get_type_hints(holder, globalns=namespace, include_extras=True)["x"]
     except Exception:
@@ -537,7 +546,8 @@ def _expected(prop: Any) -> str:
     if "const" in prop:
         return json.dumps(prop["const"])
     if "$ref" in prop:
-        return prop["$ref"].rsplit("/", 1)[-1] + " object"
+        ref: str = prop["$ref"]
+        return ref.rsplit("/", 1)[-1] + " object"
     for key in ("anyOf", "oneOf"):
         if key in prop:
             return " or ".join(filter(None, (_expected(p) for p in prop[key])))
