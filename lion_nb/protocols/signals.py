@@ -119,7 +119,7 @@ class StructuredOutput(Signal):
     """A fenced JSON block whose keys are all granted, validated into ``data``."""
 
     data: Any = None
-    block: dict | None = None
+    block: dict[str, Any] | None = None
 
 
 class CapabilityViolation(BaseModel):
@@ -127,7 +127,7 @@ class CapabilityViolation(BaseModel):
 
     offending: list[str]
     allowed: list[str]
-    block: dict | None = None
+    block: dict[str, Any] | None = None
 
 
 class EmissionRejected(BaseModel):
@@ -135,7 +135,7 @@ class EmissionRejected(BaseModel):
 
     branch_name: str = ""
     error: str
-    block: dict | None = None
+    block: dict[str, Any] | None = None
 
 
 def deliver(
