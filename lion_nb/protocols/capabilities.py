@@ -30,7 +30,7 @@ import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from pydantic import BaseModel, create_model
 
@@ -118,7 +118,8 @@ class CapabilityGrant:
             return self.model
         cached = self._subsets.get(keys)
         if cached is None:
-            fields = {
+            # Any: create_model's keywords include its own options (`__config__`, `__base__`)
+            fields: dict[str, Any] = {
                 k: (self.model.model_fields[k].annotation, self.model.model_fields[k])
                 for k in sorted(keys)
             }
@@ -180,6 +181,13 @@ def _replace_system(branch: Branch, text: str) -> None:
         data["system_message"] = text
         new = System.model_validate(data)
     branch.msgs.set_system(new)
+
+
+class _BranchIds(TypedDict):
+    """The branch fields every signal from one parse carries."""
+
+    branch_id: str | None
+    branch_name: str | None
 
 
 def _id(branch: Any) -> str | None:
@@ -261,7 +269,7 @@ def extract_capability_signals(branch: Branch, message: Any) -> list[Signal]:
     else:
         return []
     name = getattr(branch, "name", None) or ""
-    ids = {"branch_id": _id(branch), "branch_name": getattr(branch, "name", None)}
+    ids: _BranchIds = {"branch_id": _id(branch), "branch_name": getattr(branch, "name", None)}
     allowed = sorted(grant.allowed)
     signals: list[Signal] = []
     for block in _json_objects(text or ""):
