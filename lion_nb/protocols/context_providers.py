@@ -34,8 +34,10 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from ..tokens import estimate_tokens
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from ..session.branch import Branch
-    from .messages import Instruction
+    from .messages import ActionResponse, Instruction
 
 __all__ = [
     "ContextProvider",
@@ -175,7 +177,9 @@ class ContextProviderRegistry:
                 )
         return report
 
-    async def gather_writeback(self, branch: Branch, action_responses: list) -> None:
+    async def gather_writeback(
+        self, branch: Branch, action_responses: list[ActionResponse]
+    ) -> None:
         """Offer the turn's action responses to each provider's optional ``writeback`` hook."""
         for entry in self._entries:
             hook = getattr(entry.provider, "writeback", None)
@@ -223,7 +227,9 @@ def take_context_injection(branch: Branch) -> str | None:
     return text
 
 
-async def writeback_after_actions(branch: Branch, action_responses: list | None) -> None:
+async def writeback_after_actions(
+    branch: Branch, action_responses: Sequence[ActionResponse | None] | None
+) -> None:
     """Run provider writeback with the non-``None`` responses of actions that executed."""
     registry = getattr(branch, "_providers", None)
     if not registry:
