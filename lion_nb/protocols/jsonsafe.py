@@ -21,7 +21,10 @@ copies nothing.
 from __future__ import annotations
 
 import base64
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 __all__ = ["MAX_BYTES", "MAX_DEPTH", "dump_safely", "json_safe", "text_of"]
 
@@ -37,7 +40,7 @@ def json_safe(value: Any, notes: list[dict[str, str]] | None = None) -> Any:
     return _Walk(notes).convert(value, "$", 0, ())
 
 
-def dump_safely(model: Any, mode: str = "json") -> dict[str, Any]:
+def dump_safely(model: BaseModel, mode: str = "json") -> dict[str, Any]:
     """``model.model_dump(mode=mode)``; in JSON mode, when pydantic cannot serialize some
     value (bytes that are not UTF-8, an unknown object, nesting past its limit), the Python
     dump made plain by `json_safe` instead -- saving never fails on what a field holds."""
@@ -46,7 +49,8 @@ def dump_safely(model: Any, mode: str = "json") -> dict[str, Any]:
     try:
         return model.model_dump(mode=mode)
     except Exception:
-        return json_safe(model.model_dump(mode="python"))
+        # a dict comes back a dict from `json_safe` (only its values are replaced)
+        return cast("dict[str, Any]", json_safe(model.model_dump(mode="python")))
 
 
 class _Walk:
@@ -75,7 +79,7 @@ class _Walk:
             return self._list(value, at, depth, inner)
         return self._leaf(value, at, depth, path)
 
-    def _dict(self, value: dict, at: str, depth: int, path: tuple[int, ...]) -> Any:
+    def _dict(self, value: dict[Any, Any], at: str, depth: int, path: tuple[int, ...]) -> Any:
         out: dict[str, Any] = {}
         changed = type(value) is not dict
         for key, item in value.items():
@@ -110,6 +114,7 @@ class _Walk:
         from pydantic import BaseModel
         from pydantic_core import to_jsonable_python
 
+        plain: Any
         try:
             if isinstance(value, BaseModel):
                 plain = value.model_dump(mode="python")
