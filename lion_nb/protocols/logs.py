@@ -87,7 +87,7 @@ def _scrub(value: Any) -> Any:
 def dump_log(log: Log) -> dict[str, Any]:
     """One entry as JSON data with its secrets redacted (what every dump writes)."""
     try:
-        data = to_jsonable_python(log.model_dump(), fallback=str)
+        data: dict[str, Any] = to_jsonable_python(log.model_dump(), fallback=str)
     except Exception:  # bytes that are not UTF-8, a value whose str() raises, deep nesting
         from .jsonsafe import json_safe
 
