@@ -15,7 +15,7 @@ already-rendered message (seen through each message's revision) rebuilds the lis
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, cast
 
 from ..tokens import RenderedMessage
 from .element import IDLike
@@ -33,7 +33,7 @@ from .progression import Progression
 
 __all__ = ["MessageManager"]
 
-_KINDS = {
+_KINDS: dict[str, type[RoledMessage]] = {
     "instruction": Instruction,
     "assistant_response": AssistantResponse,
     "system": System,
@@ -149,7 +149,7 @@ class MessageManager:
         ((kind, value),) = given
         message = self._build(kind, value, sender, recipient, metadata, fields)
         if kind == "system":  # `_build` made a System (an isinstance check costs more)
-            self.set_system(message)
+            self.set_system(cast(System, message))
         else:
             self.messages.append(message)
         for callback in self.on_message_added:
@@ -245,7 +245,9 @@ class MessageManager:
         return list(self._rendered)
 
 
-def _render(messages: list[RoledMessage], into: list[dict] | None = None) -> list[dict]:
+def _render(
+    messages: list[RoledMessage], into: list[dict[str, Any]] | None = None
+) -> list[dict[str, Any]]:
     """Append each message's chat form to ``into``; tool calls join the assistant turn they
     belong to, because OpenAI-style APIs require one assistant message per tool-call batch."""
     out = into if into is not None else []
