@@ -111,7 +111,8 @@ class RoledMessage(Element):
 
     @property
     def revision(self) -> int:
-        return self.__dict__.get("_rev", 0)
+        rev: int = self.__dict__.get("_rev", 0)
+        return rev
 
     @property
     def rendered(self) -> str:
@@ -336,12 +337,14 @@ def load_message(data: dict[str, Any] | RoledMessage) -> RoledMessage:
     """Any saved message back as its own class (the ``kind`` field picks it)."""
     if isinstance(data, RoledMessage):
         return data
-    return _adapter().validate_python(data)
+    message: RoledMessage = _adapter().validate_python(data)
+    return message
 
 
 def load_messages(data: list[dict[str, Any]]) -> list[RoledMessage]:
     """Many saved messages at once (one validation pass, much faster than one by one)."""
-    return _adapter(True).validate_python(data)
+    messages: list[RoledMessage] = _adapter(True).validate_python(data)
+    return messages
 
 
 def dump_message(message: RoledMessage, mode: str = "python") -> dict[str, Any]:
@@ -349,4 +352,7 @@ def dump_message(message: RoledMessage, mode: str = "python") -> dict[str, Any]:
 
 
 def dump_messages(messages: list[RoledMessage], mode: str = "python") -> list[dict[str, Any]]:
-    return _adapter(True).dump_python(messages, mode="json" if mode in ("json", "db") else "python")
+    data: list[dict[str, Any]] = _adapter(True).dump_python(
+        messages, mode="json" if mode in ("json", "db") else "python"
+    )
+    return data
