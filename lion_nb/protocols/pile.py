@@ -147,7 +147,7 @@ class Pile(Generic[T]):
 
     # -- serialization ---------------------------------------------------------------------
     def to_dict(
-        self, mode: str = "python", dump: Callable[[T], dict] | None = None
+        self, mode: str = "python", dump: Callable[[T], dict[str, Any]] | None = None
     ) -> dict[str, Any]:
         pm = "json" if mode in ("json", "db") else "python"
         dump = dump or (lambda item: item.model_dump(mode=pm))
@@ -160,7 +160,7 @@ class Pile(Generic[T]):
     def from_dict(
         cls,
         data: dict[str, Any],
-        load: Callable[[dict], T],
+        load: Callable[[dict[str, Any]], T],
         *,
         item_type: type | tuple[type, ...] | None = None,
     ) -> Pile[T]:
