@@ -37,7 +37,16 @@ def differences(recorded: Any, now: Any, path: str = "") -> list[tuple[str, Any,
 
 def _field_order(key: str) -> tuple[int, str]:
     """What identifies a request first, then what it says."""
-    first = ("provider", "model", "server", "method", "tool", "items", "messages", "resume")
+    first: tuple[str, ...] = (
+        "provider",
+        "model",
+        "server",
+        "method",
+        "tool",
+        "items",
+        "messages",
+        "resume",
+    )
     first += ("tools", "response_format", "arguments")
     return (first.index(key), key) if key in first else (len(first), key)
 
