@@ -123,7 +123,8 @@ def _chat_fields(request: Any, options: dict[str, Any]) -> dict[str, Any]:
 def api_request(imodel: Any, request: Any) -> dict[str, Any]:
     """A `ChatRequest` (options already merged with the model's) as a cassette request."""
     head = {"provider": imodel.provider, "model": imodel.model}
-    return clean({**head, **_chat_fields(request, request.options)})
+    cleaned: dict[str, Any] = clean({**head, **_chat_fields(request, request.options)})
+    return cleaned
 
 
 def batch_request(imodel: Any, requests: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -133,7 +134,10 @@ def batch_request(imodel: Any, requests: list[tuple[str, Any]]) -> dict[str, Any
         {"custom_id": cid, **_chat_fields(request, {**imodel.options, **request.options})}
         for cid, request in requests
     ]
-    return clean({"provider": imodel.provider, "model": imodel.model, "items": items})
+    cleaned: dict[str, Any] = clean(
+        {"provider": imodel.provider, "model": imodel.model, "items": items}
+    )
+    return cleaned
 
 
 def cli_request(imodel: Any, request: Any) -> dict[str, Any]:
@@ -154,7 +158,8 @@ def cli_request(imodel: Any, request: Any) -> dict[str, Any]:
         data["settings"] = settings
     if options := _options({**imodel.options, **request.options}):
         data["options"] = options
-    return clean(data)
+    cleaned: dict[str, Any] = clean(data)
+    return cleaned
 
 
 # -- responses -----------------------------------------------------------------------------------
@@ -186,7 +191,7 @@ def response_from_json(data: dict[str, Any]) -> ModelResponse:
     )
 
 
-def chunk_to_json(chunk: Any) -> dict[str, Any]:
+def chunk_to_json(chunk: StreamChunk) -> dict[str, Any]:
     return chunk.model_dump(mode="json", exclude_defaults=True)
 
 
