@@ -55,10 +55,10 @@ async def complete(
         recorded = entry.data()
         await anyio.lowlevel.checkpoint()  # a replay is a call: it yields, and can be cancelled
         if wants_stream():
-            deltas = recorded.get("deltas") or []
+            played: list[str] = recorded.get("deltas") or []
             if not recorded.get("stream"):  # recorded without a listener: one whole delta
-                deltas = [recorded["response"].get("text") or ""]
-            for delta in deltas:
+                played = [recorded["response"].get("text") or ""]
+            for delta in played:
                 emit_text_delta(delta)
         return response_from_json(recorded["response"])
     streamed = bool(wants_stream() or request.stream or request.options.get("stream"))
