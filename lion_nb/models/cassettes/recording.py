@@ -81,11 +81,12 @@ class Recording:
     steps: list[Any] | None = None
 
     def data(self) -> dict[str, Any]:
-        return json.loads(self.line)
+        exchange: dict[str, Any] = json.loads(self.line)  # every line holds a JSON object
+        return exchange
 
 
-def check_mode(mode: Any, where: str = "mode") -> str:
-    if mode not in MODES:
+def check_mode(mode: object, where: str = "mode") -> str:
+    if not isinstance(mode, str) or mode not in MODES:
         raise CassetteError(f"`{where}={mode!r}`: a cassette mode is one of {', '.join(MODES)}.")
     return mode
 
@@ -305,8 +306,8 @@ class Cassette:
             return f"{head} The file does not exist. {how}"
         close = nearest(request, [(e.number, e.request) for e in self._entries if e.kind == kind])
         if close is None:
-            what = {"run": "CLI runs", "batch": "provider batches", "mcp": "MCP exchanges"}
-            what = what.get(kind, "API calls")
+            kinds = {"run": "CLI runs", "batch": "provider batches", "mcp": "MCP exchanges"}
+            what = kinds.get(kind, "API calls")
             return f"{head} It holds no {what}. {how}"
         line, found = close
         return (
