@@ -93,12 +93,15 @@ def resolve_provider(provider: str) -> tuple[str, dict[str, Any]]:
 def endpoint_class(name: str) -> type[Endpoint]:
     module_name, _, attr = ENDPOINTS[name].partition(":")
     module = sys.modules.get(module_name)  # every model built after the first one
+    found: type[Endpoint]  # every ENDPOINTS entry names an Endpoint subclass
     if module is not None:
-        return getattr(module, attr)
+        found = getattr(module, attr)
+        return found
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
         if exc.name == module_name:
             raise ConfigurationError(f"Provider `{name}` is not available in this build.") from exc
         raise
-    return getattr(module, attr)
+    found = getattr(module, attr)
+    return found
