@@ -26,6 +26,7 @@ import copy
 import datetime as dt
 import math
 import re
+import sys
 from typing import Any
 
 __all__ = ["example_for"]
@@ -192,7 +193,7 @@ class _Maker:
     def _make_boolean(self, s: dict[str, Any], hint: str, depth: int, index: int) -> bool:
         return index % 2 == 0
 
-    def _make_object(self, s: dict[str, Any], hint: str, depth: int, index: int) -> dict:
+    def _make_object(self, s: dict[str, Any], hint: str, depth: int, index: int) -> dict[str, Any]:
         props: dict[str, Any] = s.get("properties") or {}
         required = set(s.get("required") or ())
         deep = depth >= _DEEP
@@ -216,7 +217,7 @@ class _Maker:
             out[key] = self.make(extra_schema, key, depth + 1, n - 1)
         return out
 
-    def _make_array(self, s: dict[str, Any], hint: str, depth: int, index: int) -> list:
+    def _make_array(self, s: dict[str, Any], hint: str, depth: int, index: int) -> list[Any]:
         prefix = s.get("prefixItems") or []
         items = s.get("items", {})
         if isinstance(items, list):  # draft-04 tuple form
@@ -293,8 +294,10 @@ class _Maker:
 
 def _bounds(s: dict[str, Any], *, integer: bool) -> tuple[float | None, float | None]:
     """Inclusive (low, high) from minimum / maximum / exclusive bounds (draft-04 and later)."""
-    low = s.get("minimum")
-    high = s.get("maximum")
+    low: float | None = s.get("minimum")
+    high: float | None = s.get("maximum")
+    step_low: float
+    step_high: float
     ex_low, ex_high = s.get("exclusiveMinimum"), s.get("exclusiveMaximum")
     if ex_low is True and low is not None:  # draft-04 boolean form
         ex_low, low = low, None
@@ -359,10 +362,10 @@ def _string_for_pattern(pattern: str, fallback: str, s: dict[str, Any]) -> str:
 
 
 def _walk_pattern(pattern: str) -> str:
-    try:
-        import re._parser as sre_parse  # Python 3.11+
-    except ImportError:  # pragma: no cover - Python 3.10
-        import sre_parse  # type: ignore[no-redef]
+    if sys.version_info >= (3, 11):
+        import re._parser as sre_parse
+    else:  # pragma: no cover - Python 3.10
+        import sre_parse
     groups: dict[int, str] = {}
     return _walk(sre_parse.parse(pattern), groups)
 
