@@ -46,9 +46,9 @@ import logging
 import os
 import random
 import re
-from collections.abc import Callable, Generator
+from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, TypeVar
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 import anyio
@@ -108,6 +108,7 @@ DEFAULT_MAX_RETRIES = 2
 _LOOPBACK = {"localhost", "127.0.0.1", "::1", "0.0.0.0"}
 
 logger = logging.getLogger("lion_nb.models.http")
+_R = TypeVar("_R")  # what a `read_answer` parser returns
 
 
 # -- small pure helpers ------------------------------------------------------------------------
@@ -142,7 +143,7 @@ def backoff(retries_done: int) -> float:
     return min(0.5 * 2.0**retries_done, 8.0) * (1.0 - 0.25 * random.random())
 
 
-def normalize_usage(raw: Any, input_tokens: Any, output_tokens: Any) -> dict:
+def normalize_usage(raw: Any, input_tokens: Any, output_tokens: Any) -> dict[str, Any]:
     """``{"input_tokens", "output_tokens", "total_tokens", "raw"}`` plus zero cache and
     reasoning counts (empty without usage); see `lion_nb.models.usage` for the providers'
     own readers. A count that is not a whole number raises ``ValueError`` naming it."""
@@ -199,7 +200,9 @@ def _note_usage(exc: ProviderError, reader: Any) -> ProviderError:
 class StreamReader(Protocol):
     """Turns one stream's events into a result; made once the 200 headers are in."""
 
-    partial_text: str
+    @property
+    def partial_text(self) -> str:
+        """The answer text received so far (kept on the error that ends the stream)."""
 
     def feed(self, event: ServerSentEvent) -> bool:
         """Take one event; True when the stream is complete."""
@@ -277,7 +280,7 @@ class HTTPClient:
     async def post_json(
         self,
         path: str,
-        body: dict,
+        body: dict[str, Any],
         headers: dict[str, str],
         *,
         auth: SecretAuth | None = None,
@@ -291,7 +294,7 @@ class HTTPClient:
     async def post_stream(
         self,
         path: str,
-        body: dict,
+        body: dict[str, Any],
         headers: dict[str, str],
         make_reader: Callable[[str | None], StreamReader],
         *,
@@ -305,8 +308,11 @@ class HTTPClient:
         )
 
     async def _with_retries(
-        self, final: Callable[[ProviderError], bool] | None, attempt_once: Callable, *args: Any
-    ) -> Any:
+        self,
+        final: Callable[[ProviderError], bool] | None,
+        attempt_once: Callable[..., Awaitable[Reply]],
+        *args: Any,
+    ) -> Reply:
         def again(exc: BaseException) -> bool:
             if not getattr(exc, "retryable", False):
                 return False
@@ -323,7 +329,7 @@ class HTTPClient:
                 raise
             failed = [exc]
 
-        async def retried(*args: Any) -> Any:  # tenacity sees the first failure as attempt 1
+        async def retried(*args: Any) -> Reply:  # tenacity sees the first failure as attempt 1
             if failed:
                 raise failed.pop()
             return await attempt_once(*args)
@@ -354,7 +360,7 @@ class HTTPClient:
     async def _json_once(
         self,
         path: str,
-        body: dict,
+        body: dict[str, Any],
         headers: dict[str, str],
         auth: SecretAuth | None,
         key_hint: str | None,
@@ -364,7 +370,13 @@ class HTTPClient:
             logger.debug("POST %s", redact(url))
         try:
             with anyio.fail_after(self.timeout):
-                response = await self.client.post(url, json=body, headers=headers, auth=auth)
+                # httpx takes None (no auth) as its own client does; its annotation leaves it out
+                response = await self.client.post(
+                    url,
+                    json=body,
+                    headers=headers,
+                    auth=auth,  # type: ignore[arg-type]
+                )
         except ProviderError:
             raise
         except (httpx.RequestError, TimeoutError) as exc:
@@ -380,7 +392,7 @@ class HTTPClient:
     async def _stream_once(
         self,
         path: str,
-        body: dict,
+        body: dict[str, Any],
         headers: dict[str, str],
         auth: SecretAuth | None,
         key_hint: str | None,
@@ -578,8 +590,8 @@ class HTTPEndpoint(APIEndpoint):
         return self.preset or self.provider
 
     def read_answer(
-        self, parse: Callable[..., Any], data: Any, request_id: str | None, *args: Any
-    ) -> Any:
+        self, parse: Callable[..., _R], data: Any, request_id: str | None, *args: Any
+    ) -> _R:
         """``parse(data, request_id, *args)``; an answer of a shape the API never has is a
         `ProviderError` with status 200 and the request id, not a bare ``TypeError``."""
         try:
