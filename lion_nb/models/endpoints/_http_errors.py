@@ -74,7 +74,8 @@ _SNIPPET = 500
 
 
 def request_id_of(headers: httpx.Headers) -> str | None:
-    return headers.get("x-request-id") or headers.get("request-id")
+    rid: str | None = headers.get("x-request-id") or headers.get("request-id")
+    return rid
 
 
 def parse_retry_after(headers: httpx.Headers | dict[str, str]) -> float | None:
@@ -118,10 +119,10 @@ def tag(
     partial_text: str | None = None,
 ) -> ProviderError:
     """Mark ``exc`` with what the retry policy reads (and the text a stream had delivered)."""
-    exc.retryable = retryable  # type: ignore[attr-defined]
-    exc.retry_after = retry_after  # type: ignore[attr-defined]
+    exc.retryable = retryable
+    exc.retry_after = retry_after
     if partial_text is not None:
-        exc.partial_text = partial_text  # type: ignore[attr-defined]
+        exc.partial_text = partial_text
     return exc
 
 
