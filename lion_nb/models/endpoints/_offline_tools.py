@@ -73,7 +73,7 @@ def plan_tool_calls(question: str, tools: list[dict[str, Any]], forced: str | No
     plan = Plan()
     spots = {t["name"]: _mention(question, t["name"]) for t in tools}
     named = [t for t in tools if spots[t["name"]] is not None or t["name"] == forced]
-    named.sort(key=lambda t: spots[t["name"]] if spots[t["name"]] is not None else -1)
+    named.sort(key=lambda t: -1 if (spot := spots[t["name"]]) is None else spot)
     starts = sorted(s for s in spots.values() if s is not None)
     for tool in named:
         name = tool["name"]
