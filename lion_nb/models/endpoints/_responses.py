@@ -326,7 +326,8 @@ class ResponsesStream(StreamReader):
             if kind.endswith(".done") or index not in self.items:
                 self.items[index] = item
         elif kind == "response.function_call_arguments.done":
-            item = self.items.get(payload.get("output_index"))
+            at = payload.get("output_index")
+            item = self.items.get(at) if at is not None else None
             if item is not None and isinstance(payload.get("arguments"), str):
                 item["arguments"] = payload["arguments"]
         elif kind in ("response.completed", "response.incomplete"):
