@@ -41,9 +41,9 @@ _MENTIONS = re.compile(r"response_format|json_schema|json_object", re.IGNORECASE
 _REFUSAL_STATUSES = frozenset({400, 422, 500})
 
 
-def check_form(form: Any) -> str:
+def check_form(form: object) -> str:
     """``form`` if it is one of `FORMS`; a `ConfigurationError` naming them otherwise."""
-    if form not in FORMS:
+    if not isinstance(form, str) or form not in FORMS:
         raise ConfigurationError(
             f"`structured_output={form!r:.60}`: use `json_schema` (OpenAI's form) or "
             '`json_object` (`{"type": "json_object", "schema": ...}`, llama.cpp\'s).'
