@@ -73,11 +73,11 @@ from .base import (
     ChatRequest,
     ModelResponse,
     ToolCall,
+    decode_arguments,
     emit_text_delta,
     emit_thinking_delta,
     wants_stream,
 )
-from .openai import decode_arguments
 
 __all__ = ["ANTHROPIC_VERSION", "AnthropicEndpoint", "to_anthropic_messages"]
 
@@ -239,8 +239,9 @@ class AnthropicEndpoint(HTTPEndpoint):
                     )
                 )
         text = "".join(texts)
-        finish = _STOP.get(data.get("stop_reason"), data.get("stop_reason"))
-        if answered is not None:
+        reason = data.get("stop_reason")
+        finish = _STOP.get(reason, reason) if reason is not None else None
+        if answered is not None and answer is not None:  # `answered` is only set with `answer`
             value = answered.get("value") if answer.wrapped else answered
             text = json.dumps(value, ensure_ascii=False)
             finish = "stop" if not calls else finish
