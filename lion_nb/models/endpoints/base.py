@@ -190,7 +190,7 @@ class CLIRequest:
     options: dict[str, Any] = field(default_factory=dict)
 
 
-class Endpoint(ABC):  # noqa: B024 - the two families below are the abstract contracts
+class Endpoint(ABC):
     """Base of all endpoints. ``config()`` is what serializes: never a secret."""
 
     provider: ClassVar[str] = ""
@@ -201,6 +201,8 @@ class Endpoint(ABC):  # noqa: B024 - the two families below are the abstract con
     #: recorded after), ``paid`` (recorded only: the answer was paid for elsewhere, a
     #: provider batch), ``none`` (not a model call at all)
     billing: ClassVar[str] = "live"
+    #: whether prompts ask the provider to cache their prefix (set by `iModel`; unset, True)
+    cache: bool
 
     def __init__(self, model: str, **options: Any):
         self.model = model
