@@ -42,7 +42,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import anyio
@@ -56,9 +56,13 @@ from ...errors import (
 )
 from ..clean import loads
 from ..secrets import redact
-from ._http import HTTPEndpoint, backoff
+from ._http import backoff
 from ._http_errors import error_from_payload, error_from_response, exhausted, request_id_of, tag
 from .base import ChatRequest, ModelResponse
+
+if TYPE_CHECKING:
+    from .anthropic import AnthropicEndpoint
+    from .openai import OpenAIEndpoint
 
 __all__ = ["BatchOutcome", "BatchService", "BatchStatus", "provider_batch_service"]
 
@@ -111,7 +115,7 @@ class BatchOutcome:
 class BatchService:
     """Submit, poll, cancel and read one provider's batches (see the module docstring)."""
 
-    def __init__(self, endpoint: HTTPEndpoint):
+    def __init__(self, endpoint: OpenAIEndpoint | AnthropicEndpoint):
         self.endpoint = endpoint
 
     # -- the wire: every request goes through the endpoint's client and retry policy ----------
@@ -258,6 +262,8 @@ class BatchService:
 class OpenAIBatches(BatchService):
     """``/files`` + ``/batches`` of an OpenAI-compatible server."""
 
+    endpoint: OpenAIEndpoint
+
     async def submit(
         self, requests: list[tuple[str, ChatRequest]], metadata: dict[str, str] | None = None
     ) -> BatchStatus:
@@ -342,6 +348,8 @@ class OpenAIBatches(BatchService):
 
 class AnthropicBatches(BatchService):
     """``/v1/messages/batches`` of the Anthropic API."""
+
+    endpoint: AnthropicEndpoint
 
     def _headers(self) -> dict[str, str]:
         from .anthropic import ANTHROPIC_VERSION
