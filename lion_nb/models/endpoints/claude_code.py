@@ -19,7 +19,7 @@ not the run.
 from __future__ import annotations
 
 import warnings
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from ...errors import ConfigurationError
 from ..stream import StreamChunk
@@ -135,10 +135,11 @@ class _ClaudeTranslator(ChunkTranslator):
         if inner.get("type") != "content_block_delta":
             return []
         delta = as_dict(inner.get("delta"))
-        kind, text = {
+        kinds: dict[Any, tuple[Literal["text", "thinking"] | None, Any]] = {
             "text_delta": ("text", delta.get("text")),
             "thinking_delta": ("thinking", delta.get("thinking")),
-        }.get(delta.get("type"), (None, None))
+        }
+        kind, text = kinds.get(delta.get("type"), (None, None))
         if kind is None or not text or not isinstance(text, str):
             return []
         message_id = self.current.get(parent)
