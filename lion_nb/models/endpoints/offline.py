@@ -519,8 +519,9 @@ def _build(text: str, calls: list[ToolCall], request: ChatRequest, name: str) ->
             }
             for c in calls
         ]
+    rid = f"chatcmpl-offline-{digest}"
     raw = {
-        "id": f"chatcmpl-offline-{digest}",
+        "id": rid,
         "object": "chat.completion",
         "created": int(time.time()),
         "model": f"offline/{name}",
@@ -538,5 +539,5 @@ def _build(text: str, calls: list[ToolCall], request: ChatRequest, name: str) ->
         raw=raw,
         model=f"offline/{name}",
         finish_reason=finish,
-        request_id=raw["id"],
+        request_id=rid,
     )
