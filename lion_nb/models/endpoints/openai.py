@@ -190,7 +190,8 @@ class OpenAIEndpoint(HTTPEndpoint):
         return "responses" if own else "chat"
 
     def _implied_vision(self) -> bool:
-        return PRESET_SETTINGS.get(self.preset or "", {}).get("vision", True)
+        vision: bool = PRESET_SETTINGS.get(self.preset or "", {}).get("vision", True)
+        return vision
 
     def _implied_tool_history(self) -> str:
         return "text" if self.preset in _TEXT_HISTORY_PRESETS else "native"
@@ -200,7 +201,7 @@ class OpenAIEndpoint(HTTPEndpoint):
             return await self._complete_responses(request)
         auth = self.request_auth()  # the key is read from its `Secret` only when sent
         form = self._working_form or self.structured_output
-        may_refuse = bool(request.response_format) and "type" not in request.response_format
+        may_refuse = bool(request.response_format and "type" not in request.response_format)
         notes: list[str] = []
         request = self._media_for_model(request, notes)
         try:
@@ -411,7 +412,7 @@ def string_content(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """
     out: list[dict[str, Any]] | None = None
     for i, msg in enumerate(messages):
-        content = msg.get("content")
+        content: Any = msg.get("content")  # text, a list of parts, or None
         joinable = isinstance(content, list) and all(
             isinstance(p, dict) and p.get("type") == "text" for p in content
         )
@@ -423,8 +424,8 @@ def string_content(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out if out is not None else messages
 
 
-def _check_tool_history(form: Any) -> str:
-    if form not in TOOL_HISTORY_FORMS:
+def _check_tool_history(form: object) -> str:
+    if not isinstance(form, str) or form not in TOOL_HISTORY_FORMS:
         raise ConfigurationError(
             f"`tool_history={form!r:.60}`: use `native` (tool calls and results as the API "
             "has them) or `text` (written into the assistant's turn, for servers whose "
