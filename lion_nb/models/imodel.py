@@ -22,7 +22,7 @@ import time
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from ..errors import ConfigurationError
 from .cassettes.recording import CassetteError
@@ -252,10 +252,11 @@ class iModel:
 
     async def _complete(self, request: ChatRequest) -> ModelResponse:
         """One live call of the endpoint, inside the rate limits."""
+        endpoint = cast(APIEndpoint, self.endpoint)  # `invoke`, the only caller, checked it
         if self._limiter is None:
-            return await self.endpoint.complete(request)
+            return await endpoint.complete(request)
         async with self._limiter.slot(_estimate_tokens(request)):
-            return await self.endpoint.complete(request)
+            return await endpoint.complete(request)
 
     def stream_cli(self, request: CLIRequest) -> AsyncGenerator[StreamChunk, None]:
         """The chunks of one CLI run; close the generator to stop the agent."""
@@ -270,7 +271,8 @@ class iModel:
 
     def _live_stream(self, request: CLIRequest) -> AsyncGenerator[StreamChunk, None]:
         if self._limiter is None:
-            return self.endpoint.stream(request)
+            # `stream_cli`, the only caller, checked it is a CLI agent
+            return cast(CLIEndpoint, self.endpoint).stream(request)
         return self._limited_stream(request)
 
     async def _limited_stream(self, request: CLIRequest) -> AsyncGenerator[StreamChunk, None]:
@@ -280,7 +282,7 @@ class iModel:
         estimate = estimate_tokens(request.prompt) + estimate_tokens(request.system)
         async with (
             self._limiter.slot(estimate),
-            aclosing(self.endpoint.stream(request)) as chunks,
+            aclosing(cast(CLIEndpoint, self.endpoint).stream(request)) as chunks,
         ):
             async for chunk in chunks:
                 yield chunk
