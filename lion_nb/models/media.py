@@ -155,7 +155,9 @@ def describe_image(url: Any) -> str:
     return f"an image of {size[0]}×{size[1]} pixels ({fmt})"
 
 
-def file_part(name: str, data: bytes, media_type: str | None = None, path: str | None = None):
+def file_part(
+    name: str, data: bytes, media_type: str | None = None, path: str | None = None
+) -> dict[str, Any]:
     """A file as a request part (OpenAI's ``file`` part: a name and a ``data:`` URL); the
     path it came from, when known, is kept for the CLI agents."""
     part: dict[str, Any] = {"filename": name, "file_data": data_url(data, media_type)}
