@@ -92,6 +92,11 @@ class Rates:
         return self
 
 
+def _rates(values: Mapping[str, float]) -> Rates:
+    """`Rates` from a map holding exactly its four prices."""
+    return Rates(values["input"], values["output"], values["cache_read"], values["cache_write"])
+
+
 class Pricer:
     """One model's price, resolved once. ``cost(usage)`` is dollars or ``None`` (unpriced)."""
 
@@ -197,7 +202,7 @@ def check_price(price: Any) -> Rates | None:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
             raise ConfigurationError(f"{hint}; `{key}` is {value!r:.40}, not a number >= 0.")
         values[key] = float(value)
-    return Rates(**values)
+    return _rates(values)
 
 
 def is_local_address(url: str | None) -> bool:
@@ -269,5 +274,5 @@ def _rates_of(values: dict[str, Any]) -> Rates:
         for key, value in plain.items():
             crossed = [p for s, p in sorted(tiers(value).items()) if s <= start]
             rates[key] = crossed[-1] if crossed else base(value)
-        levels.append((start, Rates(**rates)))
+        levels.append((start, _rates(rates)))
     return Rates(**{k: base(v) for k, v in plain.items()}, tiers=tuple(levels))
