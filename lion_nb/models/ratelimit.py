@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import TypeVar
 
 import anyio
 
@@ -36,7 +37,10 @@ from ._loops import current_loop_token
 __all__ = ["RateLimiter"]
 
 
-def _check(name: str, value: float | None) -> float | None:
+_N = TypeVar("_N", bound=float)  # an int stays an int
+
+
+def _check(name: str, value: _N | None) -> _N | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
