@@ -15,8 +15,6 @@ as received and in place, ``{"api": ..., "items": [...]}``.
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..errors import ConfigurationError
 
 __all__ = ["LEVELS", "RECORD", "check_reasoning"]
@@ -27,9 +25,9 @@ LEVELS = ("minimal", "low", "medium", "high")
 RECORD = "reasoning_record"
 
 
-def check_reasoning(value: Any) -> str | None:
+def check_reasoning(value: object) -> str | None:
     """``value`` if it is a level (or None); a one-line `ConfigurationError` otherwise."""
-    if value is None or value in LEVELS:
+    if value is None or (isinstance(value, str) and value in LEVELS):
         return value
     raise ConfigurationError(
         f"`reasoning={value!r:.40}`: use one of {', '.join(map(repr, LEVELS))} (or None)."
