@@ -38,7 +38,7 @@ from __future__ import annotations
 import logging
 import os
 import re
-from typing import Any
+from typing import Any, NoReturn
 
 __all__ = [
     "MASK",
@@ -110,7 +110,7 @@ class Secret:
     def __deepcopy__(self, memo: dict[int, Any]) -> Secret:
         return self
 
-    def __reduce__(self):  # refuse to pickle a key into a file by accident
+    def __reduce__(self) -> NoReturn:  # refuse to pickle a key into a file by accident
         raise TypeError(
             "A Secret cannot be pickled: keys are never written to a file. To duplicate a "
             "model in this process use `iModel.copy()` (or `copy.deepcopy`); to save one use "
@@ -130,7 +130,7 @@ def _scan_environment() -> list[str]:
     return values
 
 
-def _env_data() -> dict | None:
+def _env_data() -> dict[Any, Any] | None:  # Any: bytes keys and values on POSIX, str on Windows
     """``os.environ``'s own dict (None where it has none: always rescan)."""
     data = getattr(os.environ, "_data", None)
     return data if isinstance(data, dict) else None
