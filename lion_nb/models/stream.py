@@ -16,11 +16,14 @@ independent chunk without validating it again.
 from __future__ import annotations
 
 from functools import cache
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .clean import clean_fields
+
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter
 
 __all__ = ["ChunkType", "StreamChunk", "carries_data", "copy_chunk", "validate_chunks"]
 
@@ -63,7 +66,7 @@ _NOT_TEXT = frozenset({"type"})
 
 
 @cache
-def _list_adapter() -> Any:
+def _list_adapter() -> TypeAdapter[list[StreamChunk]]:
     from pydantic import TypeAdapter  # built on first use: importing this module stays cheap
 
     return TypeAdapter(list[StreamChunk])
