@@ -66,11 +66,11 @@ def finite_usd(usd: Any) -> float | None:
     """A reported price as dollars when it is a finite number >= 0, else ``None``."""
     if isinstance(usd, (int, float)) and not isinstance(usd, bool):
         try:
-            usd = float(usd)
+            value = float(usd)
         except OverflowError:  # an int too large for a float
             return None
-        if math.isfinite(usd) and usd >= 0:
-            return usd
+        if math.isfinite(value) and value >= 0:
+            return value
     return None
 
 
