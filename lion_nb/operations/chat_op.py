@@ -141,7 +141,7 @@ def build_request(
     )
 
 
-def _as_openai_tools(schemas: list[dict] | None) -> list[dict] | None:
+def _as_openai_tools(schemas: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
     if not schemas:
         return None
     out = []
