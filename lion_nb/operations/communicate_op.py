@@ -50,7 +50,7 @@ async def communicate(
     parse_param: ParseParam | None = None,
     clear_messages: bool = False,
     skip_validation: bool = False,
-    request_fields: dict | list[str] | None = None,
+    request_fields: dict[str, Any] | list[str] | None = None,
 ) -> Any:
     """Record one exchange and return its (parsed) result. See the module docstring."""
     retries = clamp_parse_retries(parse_param.max_retries) if parse_param is not None else 0
