@@ -169,7 +169,11 @@ def billed(exc: BaseException | None) -> tuple[str, dict[str, Any], float | None
 
 
 def partial_answer(
-    branch: Any, imodel: Any, text: str, reason: str, bill: tuple | None = None
+    branch: Any,
+    imodel: Any,
+    text: str,
+    reason: str,
+    bill: tuple[str, dict[str, Any], float | None] | None = None,
 ) -> AssistantResponse:
     """The assistant message for ``text`` that arrived before the turn ended early; ``bill``
     is its call's `billed` figures."""
