@@ -69,7 +69,7 @@ def operative_model(model: type[BaseModel]) -> type[BaseModel]:
     return operative
 
 
-def _schema_with_requests(schema: dict) -> dict:
+def _schema_with_requests(schema: dict[str, Any]) -> dict[str, Any]:
     out = copy.deepcopy(schema)
     body = out.get("schema", out) if isinstance(out.get("schema"), dict) else out
     props = body.setdefault("properties", {})
@@ -128,7 +128,7 @@ def prepare_operate_kw(
     guidance: Any = None,
     context: Any = None,
     response_format: Any = None,
-    request_fields: dict | list[str] | None = None,
+    request_fields: dict[str, Any] | list[str] | None = None,
     actions: bool = False,
     tools: Any = None,
     invoke_actions: bool = True,
@@ -139,9 +139,9 @@ def prepare_operate_kw(
     skip_validation: bool = False,
     clear_messages: bool = False,
     handle_validation: Literal["raise", "return_value", "return_none"] = "return_value",
-    images: list | None = None,
+    images: list[Any] | None = None,  # Any: URLs, paths, bytes (`lion_nb.context.files`)
     image_detail: Literal["low", "high", "auto"] | None = None,
-    files: list | None = None,
+    files: list[Any] | None = None,  # Any: paths or PDF / image bytes
     sender: Any = None,
     recipient: Any = None,
     progression: Any = None,
