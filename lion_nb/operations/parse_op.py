@@ -256,13 +256,13 @@ def _norm(key: str) -> str:
 
 
 def fuzzy_validate_mapping(
-    data: dict,
+    data: dict[str, Any],
     keys: list[str],
     *,
     similarity_threshold: float = 0.85,
     fill_value: Any = Undefined,
     drop_undefined: bool = False,
-) -> dict:
+) -> dict[str, Any]:
     """``data`` re-keyed to ``keys``: exact, then case/separator-insensitive, then similar
     keys match (each key of ``data`` is used once). Keys of ``data`` that match nothing are
     dropped; a wanted key with no match gets ``fill_value``, or is left out when
@@ -302,7 +302,7 @@ def fuzzy_validate_mapping(
 
 
 # -- validation ---------------------------------------------------------------------------------
-def _schema_dict(target: dict) -> dict[str, Any]:
+def _schema_dict(target: dict[str, Any]) -> dict[str, Any]:
     schema = target.get("schema", target)
     return schema if isinstance(schema, dict) else {}
 
@@ -358,7 +358,9 @@ def _validate(value: Any, target: Any, param: ParseParam) -> Any:
     )
 
 
-def _fuzzy(data: dict, keys: list[str], param: ParseParam, keep_extra: bool) -> dict:
+def _fuzzy(
+    data: dict[str, Any], keys: list[str], param: ParseParam, keep_extra: bool
+) -> dict[str, Any]:
     mapped = fuzzy_validate_mapping(
         data, keys, similarity_threshold=param.similarity_threshold, drop_undefined=True
     )
