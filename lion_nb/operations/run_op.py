@@ -540,7 +540,7 @@ def _open_buffer(path: Path) -> Any:
     return open(path, "a", encoding="utf-8", buffering=1)
 
 
-def _write_json_atomically(path: Path, data: dict) -> None:
+def _write_json_atomically(path: Path, data: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(data, ensure_ascii=False, default=str), encoding="utf-8")
