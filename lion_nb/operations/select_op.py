@@ -105,7 +105,7 @@ async def select(
     )
     if ask.get("guidance"):
         guidance = f"{ask['guidance']}\n\n{guidance}"
-    items = {"type": "string", "enum": keys}
+    items: dict[str, Any] = {"type": "string", "enum": keys}
     answer_model = create_model(
         "Selection",
         selected=(
