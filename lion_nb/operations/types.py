@@ -58,18 +58,18 @@ class ChatParam(MorphParam):
     context: Any = None
     sender: Any = None
     recipient: Any = None
-    response_format: type[BaseModel] | dict | None = None
-    request_fields: dict | list[str] | None = None
+    response_format: type[BaseModel] | dict[str, Any] | None = None
+    request_fields: dict[str, Any] | list[str] | None = None
     structure: Any = None
     progression: Any = None
-    tool_schemas: list[dict] | None = None
-    images: list | None = None
+    tool_schemas: list[dict[str, Any]] | None = None
+    images: list[Any] | None = None  # Any: URLs, paths, bytes (`lion_nb.context.files`)
     image_detail: Literal["low", "high", "auto"] | None = None
-    files: list | None = None  # paths, or PDF / image bytes (`lion_nb.context.files`)
+    files: list[Any] | None = None  # paths, or PDF / image bytes (`lion_nb.context.files`)
     plain_content: str | None = None
     include_token_usage_to_model: bool = False
     imodel: iModel | None = None
-    imodel_kw: dict = field(default_factory=dict)
+    imodel_kw: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(slots=True, frozen=True, kw_only=True)
@@ -81,12 +81,12 @@ class RunParam(ChatParam):
 
 @dataclass(slots=True, frozen=True, kw_only=True)
 class ParseParam(MorphParam):
-    response_format: type[BaseModel] | dict | None = None
+    response_format: type[BaseModel] | dict[str, Any] | None = None
     fuzzy_match: bool = True
     handle_validation: Literal["raise", "return_value", "return_none"] = "raise"
     similarity_threshold: float = 0.85
     imodel: iModel | None = None
-    imodel_kw: dict = field(default_factory=dict)
+    imodel_kw: dict[str, Any] = field(default_factory=dict)
     max_retries: int = 3
 
 
@@ -103,7 +103,7 @@ class InterpretParam(MorphParam):
     style: str | None = None
     sample_writing: str | None = None
     imodel: iModel | None = None
-    imodel_kw: dict = field(default_factory=dict)
+    imodel_kw: dict[str, Any] = field(default_factory=dict)
 
 
 class Middle(Protocol):
