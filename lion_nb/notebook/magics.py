@@ -326,6 +326,7 @@ class LionMagics(Magics):
           %lion new critic -s "Be harsh." -m openai/gpt-4o-mini
           answer = %lion ask -b critic "Is {Out[4]} right?"
           handle = %lion ask --bg "Write the report."   # later: result = await handle
+          %lion ask --effort high "Is 2**61 - 1 prime?"   # reasoning=, this turn only
           %lion explain
           %lion config rerun append
         """

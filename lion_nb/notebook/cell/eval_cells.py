@@ -91,6 +91,7 @@ def _start(magics: Any, opts: TurnOptions, body: str) -> Any:
             repeat=opts.repeat or 1,
             name=opts.eval_name,
             branch=branch,
+            **({"reasoning": opts.effort} if opts.effort is not None else {}),
         )
     except Exception as exc:
         from .failures import as_usage_error

@@ -47,10 +47,10 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
+from ...operations.verbs import VERBS, verb_names
 from . import cells
 from .failures import as_usage_error, presentable, provider_error
 from .options import (
-    BUILTIN_OPERATIONS,
     TurnOptions,
     resolve_model,
     resolve_response_format,
@@ -282,13 +282,18 @@ def _named_model(magics: Any, spec: str) -> Any:
 def _check_operation(
     op: str, branch: Any, model: Any, opts: TurnOptions, registered: list[str]
 ) -> None:
-    if op not in BUILTIN_OPERATIONS:
+    if op not in VERBS:
         if branch.get_operation(op) is None:
             mine = f" Registered: {', '.join(f'`{r}`' for r in registered)}." if registered else ""
             raise UsageError(
                 f"`--op {op}`: no such operation. Built in: "
-                f"{', '.join(f'`{b}`' for b in BUILTIN_OPERATIONS)}.{mine} Register your own "
+                f"{', '.join(f'`{b}`' for b in VERBS)}.{mine} Register your own "
                 "with `%lion operation NAME` (an `async def f(branch, instruction, ...)`)."
+            )
+        if opts.effort is not None:  # a registered function's keywords are its own
+            raise UsageError(
+                f"`--effort` applies to the built-in operations, not to the registered "
+                f"`--op {op}`: drop `--effort`, or set `reasoning=` on the model it uses."
             )
         return
     if op == "run" and not model.is_cli:
@@ -302,7 +307,9 @@ def _check_operation(
             f"`--op {op}`: `{model.provider}/{model.model}` is a CLI agent, which only runs "
             "(`--op run`). Drop `--op`, or pick an API model with `-m`."
         )
-    if opts.tools and op in ("chat", "communicate", "run", "interpret", "parse"):
+    if opts.effort is not None and not VERBS[op].takes_model_options:
+        raise UsageError(f"`--effort` does not apply to `--op {op}`: drop `--effort`.")
+    if opts.tools and not VERBS[op].takes_tools:
         raise UsageError(
             f"`--tools` works with `--op operate`, `--op ReAct` or a registered operation, "
             f"not `--op {op}`. Drop `--op` (tools imply `operate`)."
@@ -371,76 +378,71 @@ def _tools_only(result: Any) -> bool:
 async def _operate(
     branch: Any,
     text: str,
-    rf: Any,
     names: list[str] | None,
-    guidance: Any,
-    media: dict[str, Any] | None = None,
+    kw: dict[str, Any],
 ) -> Any:
     """``operate``, then -- when the model only called tools -- one follow-up exchange without
-    tools that answers from their results, so the cell shows the answer (an instance of
-    ``rf`` when given), not operate's record of the calls. One observed run."""
+    tools that answers from their results, so the cell shows the answer (an instance of the
+    response format when given), not operate's record of the calls. One observed run."""
+    from ...operations.verbs import call_verb
     from ...session.lifecycle import observed_run
 
     actions = bool(names) or bool(branch.tools)  # tools registered with `%lion tool` too
 
     async def exchange() -> Any:
-        result = await branch.operate(
-            instruction=text,
-            guidance=guidance,
-            response_format=rf,
-            actions=actions,
-            tools=names,
-            **(media or {}),
-        )
+        result = await call_verb(branch, "operate", text, actions=actions, tools=names, **kw)
         if actions and _tools_only(result):
-            return await branch.communicate(
-                ANSWER_FROM_TOOLS, guidance=guidance, response_format=rf
-            )
+            follow = {k: kw[k] for k in ("guidance", "response_format", "reasoning") if k in kw}
+            return await call_verb(branch, "communicate", ANSWER_FROM_TOOLS, **follow)
         return result
 
     return await observed_run(branch, exchange(), "operate")
 
 
 #: the operations that take images and files with the instruction
-ATTACHING_OPERATIONS = ("communicate", "chat", "operate", "run")
+ATTACHING_OPERATIONS = verb_names(media=True)
+
+
+def _call_kwargs(plan: TurnPlan) -> dict[str, Any]:
+    """What the cell sends its verb besides the instruction (by what the verb takes)."""
+    verb = VERBS.get(plan.op)
+    if verb is None:  # a registered operation: the instruction, its format and tools only
+        extra: dict[str, Any] = {}
+        if plan.response_format is not None:
+            extra["response_format"] = plan.response_format
+        if plan.tools:
+            extra["tools"] = plan.tools
+        return extra
+    kw: dict[str, Any] = {}
+    if verb.takes_media:
+        kw.update(images=plan.images or None, files=plan.files or None)
+    if verb.name in ("communicate", "chat", "operate"):
+        kw["guidance"] = CODE_GUIDANCE if plan.options.fmt == "code" else None
+    if verb.name in ("communicate", "chat", "operate", "ReAct", "parse"):
+        kw["response_format"] = plan.response_format
+    if verb.name == "parse":
+        kw["handle_validation"] = "raise"
+    if verb.name == "ReAct":
+        kw["tools"] = _offer_tools(plan.branch, plan.tools)
+        if plan.options.extensions is not None:
+            kw["max_extensions"] = plan.options.extensions
+    if plan.options.effort is not None and verb.takes_model_options:
+        kw["reasoning"] = plan.options.effort
+    return kw
 
 
 async def _call(plan: TurnPlan, view: Any, session: Any) -> Any:
-    branch, text, rf, op = plan.branch, plan.text, plan.response_format, plan.op
-    guidance = CODE_GUIDANCE if plan.options.fmt == "code" else None
-    media = {"images": plan.images or None, "files": plan.files or None}
-    if op == "communicate":
-        return await branch.communicate(text, guidance=guidance, response_format=rf, **media)
-    if op == "chat":
-        return await branch.chat(text, guidance=guidance, response_format=rf, **media)
+    from ...operations.verbs import call_verb
+
+    branch, text, op = plan.branch, plan.text, plan.op
+    kw = _call_kwargs(plan)
     if op == "operate":
-        names = _offer_tools(branch, plan.tools)
-        return await _operate(branch, text, rf, names, guidance, media)
-    if op == "ReAct":
-        kw: dict[str, Any] = {"tools": _offer_tools(branch, plan.tools), "response_format": rf}
-        if plan.options.extensions is not None:
-            kw["max_extensions"] = plan.options.extensions
-        return await branch.ReAct({"instruction": text}, **kw)
-    if op == "interpret":
-        return await branch.interpret(text)
-    if op == "parse":
-        return await branch.parse(text, response_format=rf, handle_validation="raise")
-    if op == "run":
-        parts: list[str] = []
-        async with contextlib.aclosing(branch.run(text, **media)) as stream:
-            async for message in stream:
-                if message.kind == "assistant_response" and message.response:
-                    parts.append(message.response)
-        answer = "\n\n".join(parts) or None
-        if rf is not None and answer is not None:
-            return await branch.parse(answer, response_format=rf, handle_validation="raise")
-        return answer
-    extra: dict[str, Any] = {"instruction": text}
-    if rf is not None:
-        extra["response_format"] = rf
-    if plan.tools:
-        extra["tools"] = plan.tools
-    return await session.run_operation(op, branch=branch, **extra)
+        return await _operate(branch, text, _offer_tools(branch, plan.tools), kw)
+    answer = await call_verb(branch, op, text, **kw)
+    rf = plan.response_format
+    if op == "run" and rf is not None and answer is not None:  # an agent answers in text
+        return await branch.parse(answer, response_format=rf, handle_validation="raise")
+    return answer
 
 
 async def execute_shown(plan: TurnPlan, view: Any, session: Any) -> Any:
