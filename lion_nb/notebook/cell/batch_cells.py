@@ -267,7 +267,7 @@ class ResultsTable:
     @staticmethod
     def _text(result: Any) -> str:
         if result.status == "done":
-            from .render import as_text
+            from .output_formats import as_text
 
             return as_text(result.value)
         return result.error_text or result.status

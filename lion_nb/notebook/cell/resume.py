@@ -70,7 +70,7 @@ def budget_offer(
     ctx: CellContext, plan: Any, execute: Any, error: BaseException, view: Any
 ) -> BudgetOffer | None:
     """The offer for a turn that ended in ``error``; ``None`` unless a cell, branch or
-    session budget stopped it. ``execute`` runs a planned turn (`turn.execute`; given, not
+    session budget stopped it. ``execute`` runs a planned turn (`execute.execute`; given, not
     imported, since `turn` is what offers this)."""
     from ...errors import BudgetExceeded
 
@@ -120,8 +120,8 @@ def _continue(
     ctx: CellContext, plan: Any, execute: Any, view: Any, error: Any, kind: str, new: float
 ) -> Any:
     from .background import start_background
-    from .display import SafeView
     from .failures import presentable
+    from .handle_view import SafeView
 
     state = ctx.state
     busy = state.busy(plan.branch)

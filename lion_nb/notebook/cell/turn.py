@@ -27,7 +27,7 @@ __all__ = ["TurnPlan", "TurnStop", "deliver", "execute", "plan_turn", "prepare"]
 # -- from a cell to a result ---------------------------------------------------------------------
 def prepare(ctx: CellContext, opts: TurnOptions, body: str) -> tuple[TurnPlan, Any]:
     """Interpolate ``body``, plan the turn and open its view (shown in the running cell)."""
-    from .display import TurnInfo, make_view
+    from .handle_view import TurnInfo, make_view
     from .interpolate import Attached, interpolate
 
     state = ctx.state
@@ -203,7 +203,7 @@ def deliver(ctx: CellContext, plan: TurnPlan, result: Any, *, cell_value: bool) 
     if opts.out:
         shell.user_ns[opts.out] = result
     if opts.fmt == "code" and result is not None:
-        from .render import as_text, extract_code
+        from .output_formats import as_text, extract_code
 
         shell.set_next_input(extract_code(as_text(result)), replace=False)
     if cell_value:

@@ -18,7 +18,7 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import MagicArgumentParser
 
-from ..cell.render import Table
+from ..cell.output_formats import Table
 
 __all__ = ["COMMANDS", "dispatch", "dispatch_async"]
 
