@@ -215,16 +215,17 @@ def start_batch_cell(ctx: CellContext, opts: TurnOptions, body: str, *, cell_val
     _show_progress(ctx, opts, run)
     handle = _RunEntry(run, label=body.strip().splitlines()[0][:40] if body.strip() else "")
     ctx.state.runs[handle.id] = handle
-    if opts.out:
-        run.on_progress(lambda r: _bind_when_done(ctx, opts, r))
+    out = opts.out
+    if out:
+        run.on_progress(lambda r: _bind_when_done(ctx, out, r))
     if cell_value:
         set_cell_value(ctx.shell, run)
     return run
 
 
-def _bind_when_done(ctx: CellContext, opts: TurnOptions, run: Any) -> None:
+def _bind_when_done(ctx: CellContext, out: str, run: Any) -> None:
     if run.state in ("finished", "stopped"):
-        ctx.user_ns[opts.out] = run.output()
+        ctx.user_ns[out] = run.output()
 
 
 def _show_progress(ctx: CellContext, opts: TurnOptions, run: Any) -> Any:
