@@ -92,3 +92,29 @@ def test_the_help_lists_effort(shell):
     ran = run(shell, "%%lion -h\n")
     assert "--effort LEVEL" in ran.stdout
     assert "--effort" in shell.find_line_magic("lion").__doc__
+
+
+def _completions(fake, n: int) -> None:
+    from tests.fakes.http_server import openai_completion
+
+    for _ in range(n):
+        fake.push_json(openai_completion("ok"))
+
+
+def test_every_item_of_a_map_cell_is_sent_with_the_effort(shell, http_fake):
+    _completions(http_fake, 3)
+    assert run(shell, "cities = ['Oslo', 'Lima', 'Pune']").error is None
+    ran = run(shell, "%%lion -m gpt --map cities --effort low -q\nOne fact about {item}.")
+    assert ran.error is None, ran
+    assert len(http_fake.requests) == 3
+    assert [r.body["reasoning_effort"] for r in http_fake.requests] == ["low"] * 3
+
+
+def test_every_case_of_an_eval_cell_is_sent_with_the_effort(shell, http_fake):
+    _completions(http_fake, 2)
+    assert run(shell, "cases = [{'n': 1}, {'n': 2}]").error is None
+    ran = run(
+        shell, "%%lion --eval cases -m gpt --effort medium --check \"contains('ok')\" -q\n#{n}"
+    )
+    assert ran.error is None, ran
+    assert [r.body["reasoning_effort"] for r in http_fake.requests] == ["medium"] * 2
