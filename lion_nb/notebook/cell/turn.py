@@ -26,18 +26,30 @@ __all__ = ["TurnPlan", "TurnStop", "deliver", "execute", "plan_turn", "prepare"]
 
 # -- from a cell to a result ---------------------------------------------------------------------
 def prepare(ctx: CellContext, opts: TurnOptions, body: str) -> tuple[TurnPlan, Any]:
-    """Interpolate ``body``, plan the turn and open its view (shown in the running cell)."""
-    from .handle_view import TurnInfo, make_view
-    from .interpolate import Attached, interpolate
+    """Interpolate ``body``, plan the turn and open its view (shown in the running cell):
+    three steps, each its own function (`_instruction`, `plan.plan_turn`, `_open_view`)."""
+    ctx.apply_session_budget(ctx.state.session)
+    text, attached = _instruction(ctx, opts, body)
+    try:
+        plan = plan_turn(ctx, opts, text)
+    except UsageError:
+        raise
+    except Exception as exc:
+        raise as_usage_error(exc) from None
+    plan.images, plan.files = attached.images, attached.files
+    return plan, _open_view(ctx, plan, attached)
 
-    state = ctx.state
-    ctx.apply_session_budget(state.session)
+
+def _instruction(ctx: CellContext, opts: TurnOptions, body: str) -> tuple[str, Any]:
+    """The turn's instruction: ``body`` interpolated (unless ``--raw``), with the ``--file``
+    and ``--notebook`` context, and what was attached on the way (images, files)."""
+    from .interpolate import Attached, interpolate
 
     attached = Attached(budget=ctx.context_budget)
     text = (
         body
         if opts.raw or not ctx.interpolate
-        else interpolate(body, ctx.user_ns, state.specials(), attached)
+        else interpolate(body, ctx.user_ns, ctx.state.specials(), attached)
     )
     text = text.rstrip().lstrip("\n")
     if text:
@@ -47,13 +59,15 @@ def prepare(ctx: CellContext, opts: TurnOptions, body: str) -> tuple[TurnPlan, A
             "`%%lion`: the cell has no instruction. Write it on the lines below `%%lion`, "
             "e.g.\n\n%%lion\nSummarize the table above."
         )
-    try:
-        plan = plan_turn(ctx, opts, text)
-    except UsageError:
-        raise
-    except Exception as exc:
-        raise as_usage_error(exc) from None
-    plan.images, plan.files = attached.images, attached.files
+    return text, attached
+
+
+def _open_view(ctx: CellContext, plan: TurnPlan, attached: Any) -> Any:
+    """The turn's view, started: what the turn runs on and what re-running and the context
+    did, shown before the first model call."""
+    from .handle_view import TurnInfo, make_view
+
+    opts = plan.options
     note = "; ".join(n for n in (_rerun_note(plan), _context_note(plan, attached)) if n)
     info = TurnInfo(
         branch=plan.branch.name or str(plan.branch.id),
@@ -73,7 +87,7 @@ def prepare(ctx: CellContext, opts: TurnOptions, body: str) -> tuple[TurnPlan, A
 
         info.budget_offer = functools.partial(budget_offer, ctx, plan, execute)
     view.start()
-    return plan, view
+    return view
 
 
 def _with_context(ctx: CellContext, opts: TurnOptions, text: str, attached: Any) -> str:
