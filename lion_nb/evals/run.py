@@ -49,6 +49,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigurationError
+from ..operations.verbs import call_verb, default_verb
 from ..session.observer import Observers
 from .cases import Cell, case_id, fill, label_models, label_prompts, load_cases
 from .checks import (
@@ -241,17 +242,8 @@ class EvalRun(EvalResults):
         try:
             prompt = self.prompt_text(cell)
             start = time.perf_counter()
-            if branch.chat_model.is_cli:
-                from contextlib import aclosing
-
-                parts = []
-                async with aclosing(branch.run(prompt, **kwargs)) as stream:
-                    async for message in stream:
-                        if message.kind == "assistant_response" and message.response:
-                            parts.append(message.response)
-                answer: Any = "\n\n".join(parts) or None
-            else:
-                answer = await branch.communicate(prompt, **kwargs)
+            verb = default_verb(branch.chat_model)  # a CLI agent runs, an API model communicates
+            answer = await call_verb(branch, verb, prompt, **kwargs)
             self._latency[cell.index] = time.perf_counter() - start
             info = CellInfo(
                 latency=self._latency[cell.index], model=branch.chat_model, prompt=prompt

@@ -24,9 +24,9 @@ _EXPORTS = {
     "LionMagics": "lion_nb.notebook.magics",
     "RunHandle": "lion_nb.notebook.cell.background",
     "RunInterrupted": "lion_nb.notebook.cell.runner",
-    "TurnView": "lion_nb.notebook.cell.view",
-    "TurnInfo": "lion_nb.notebook.cell.view",
-    "set_view_factory": "lion_nb.notebook.cell.display",
+    "TurnView": "lion_nb.notebook.cell.view_seam",
+    "TurnInfo": "lion_nb.notebook.cell.view_seam",
+    "set_view_factory": "lion_nb.notebook.cell.handle_view",
     "interpolate": "lion_nb.notebook.cell.interpolate",
 }
 

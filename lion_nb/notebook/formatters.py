@@ -17,7 +17,7 @@ logger = logging.getLogger("lion_nb.notebook")
 
 
 def _widget_bundle(make: Any, value: Any) -> Any:
-    from .cell.display import widget_frontend
+    from .cell.handle_view import widget_frontend
 
     if not widget_frontend():
         return None

@@ -21,7 +21,7 @@ import json
 import math
 import os
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
@@ -37,6 +37,9 @@ from .cell.options import (
     turn_parser,
 )
 from .cell.runner import run_sync
+
+if TYPE_CHECKING:
+    from .cell.context import CellContext
 
 __all__ = ["ENV", "LionMagics"]
 
@@ -193,6 +196,7 @@ class LionMagics(Magics):
 
     def __init__(self, shell: Any = None, **kwargs: Any):
         super().__init__(shell=shell, **kwargs)
+        self._config_budget: Any = None  # the Budget `session_budget` put on the Session
         self._apply_environment()
         self.observe(self._resize_log, names=["signal_log_size"])
         self.observe(self._apply_session_budget, names=["session_budget"])
@@ -221,13 +225,51 @@ class LionMagics(Magics):
         """``session_budget`` caps the notebook's Session as soon as it is set -- a plain
         ``await branch.communicate(...)`` on `current_session()` too, not only the next
         ``%%lion`` cell -- and every Session the notebook attaches later (reset, load)."""
-        from .cell.turn import apply_session_budget
         from .state.session import notebook_state, on_attach
 
         on_attach(_session_budget_on_attach)
         session = notebook_state()._session
         if session is not None:
-            apply_session_budget(self, session)
+            self.apply_session_budget(session)
+
+    def apply_session_budget(self, session: Any) -> None:
+        """``session_budget`` on ``session`` (the spend so far counts); clearing the setting
+        takes off the cap it put there, never one set otherwise."""
+        usd = self.session_budget
+        current = session.budget
+        if usd is None:
+            if current is not None and current is self._config_budget:
+                session.budget = None
+            return
+        if current is None or current.usd != usd:
+            from ..session.budget import Budget
+
+            session.budget = Budget(usd=usd, tokens=current.tokens if current else None)
+            self._config_budget = session.budget
+
+    def keep_session_budget(self, budget: Any, usd: float) -> None:
+        """A turn raised ``budget`` to ``usd``: when the setting made it, the setting follows,
+        so the next cell does not put the old cap back."""
+        if budget is not None and budget is self._config_budget:
+            self.session_budget = usd
+
+    def cell_context(self) -> CellContext:
+        """What one cell reads of the notebook (`CellContext`), made as the cell starts."""
+        from .cell.context import CellContext
+
+        return CellContext(
+            shell=self.shell,
+            state=self.state,
+            default_model=self.default_model,
+            aliases=dict(self.aliases),
+            rerun=self.rerun,
+            interpolate=self.interpolate,
+            context_budget=self.context_budget,
+            max_updates_per_second=self.max_updates_per_second,
+            live_view=self.live_view,
+            apply_session_budget=self.apply_session_budget,
+            keep_session_budget=self.keep_session_budget,
+        )
 
     @property
     def state(self) -> Any:
@@ -273,29 +315,31 @@ class LionMagics(Magics):
             from .cell.eval_cells import run_eval_cell
 
             opts, body = _scrubbed(opts, body)
-            return await run_eval_cell(self, opts, body, cell_value=cell_value)
+            return await run_eval_cell(self.cell_context(), opts, body, cell_value=cell_value)
         if opts.map_over is not None or opts.compare:  # one turn per item / per model
             from .cell.batch_cells import run_batch_cell
 
             opts, body = _scrubbed(opts, body)
-            return await run_batch_cell(self, opts, body, cell_value=cell_value)
+            return await run_batch_cell(self.cell_context(), opts, body, cell_value=cell_value)
         if opts.bg:
             return self.start_background(opts, body, cell_value=cell_value)
         opts, body = _scrubbed(opts, body)
-        plan, view = prepare(self, opts, body)
-        return await run_foreground(self, plan, view, cell_value=cell_value)
+        ctx = self.cell_context()
+        plan, view = prepare(ctx, opts, body)
+        return await run_foreground(ctx, plan, view, cell_value=cell_value)
 
     def start_background(self, opts: TurnOptions, body: str, *, cell_value: bool) -> Any:
         """Start a ``--bg`` turn on the running (or IPython's idle) loop; return its handle."""
         from .cell.turn import prepare, start_background_turn
 
         opts, body = _scrubbed(opts, body)
+        ctx = self.cell_context()
         if opts.map_over is not None:
             from .cell.batch_cells import start_batch_cell
 
-            return start_batch_cell(self, opts, body, cell_value=cell_value)
-        plan, view = prepare(self, opts, body)
-        return start_background_turn(self, plan, view, cell_value=cell_value)
+            return start_batch_cell(ctx, opts, body, cell_value=cell_value)
+        plan, view = prepare(ctx, opts, body)
+        return start_background_turn(ctx, plan, view, cell_value=cell_value)
 
     # -- %lion ---------------------------------------------------------------------------------
     @no_var_expand
@@ -326,6 +370,7 @@ class LionMagics(Magics):
           %lion new critic -s "Be harsh." -m openai/gpt-4o-mini
           answer = %lion ask -b critic "Is {Out[4]} right?"
           handle = %lion ask --bg "Write the report."   # later: result = await handle
+          %lion ask --effort high "Is 2**61 - 1 prime?"   # reasoning=, this turn only
           %lion explain
           %lion config rerun append
         """
@@ -387,9 +432,7 @@ def _session_budget_on_attach(state: Any, session: Any) -> None:
     """A Session the notebook attaches gets the shell's ``LionMagics.session_budget``."""
     from IPython import get_ipython
 
-    from .cell.turn import apply_session_budget
-
     shell = get_ipython()
     magics = shell.magics_manager.registry.get("LionMagics") if shell is not None else None
     if magics is not None:
-        apply_session_budget(magics, session)
+        magics.apply_session_budget(session)

@@ -103,6 +103,7 @@ from ..protocols.messages import (
 from .chat_op import make_instruction
 from .early_end import INTERRUPTED, mark_incomplete, reason_for
 from .types import ChatParam, ParseParam, RunParam
+from .verbs import joined_answers
 
 if TYPE_CHECKING:
     from ..models.imodel import iModel
@@ -566,12 +567,12 @@ async def run_and_collect(
     last: AssistantResponse | None = None
     async with aclosing(run(branch, instruction, param)) as stream:
         async for message in stream:
-            if isinstance(message, AssistantResponse) and message.response.strip():
+            if isinstance(message, AssistantResponse):
                 texts.append(message.response)
-                last = message
-    if not texts:
+                last = message if joined_answers([message.response]) else last
+    text = joined_answers(texts)  # the one rule every caller of `run` collects by
+    if text is None:
         return None
-    text = "\n\n".join(texts)
     if skip_validation or parse_param is None or parse_param.response_format is None:
         return text
 

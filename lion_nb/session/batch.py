@@ -54,6 +54,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BudgetExceeded, ConfigurationError
+from ..operations.verbs import default_verb, verb_names
 from ._batch_items import Price, as_items, describe, message_cost, render, shape_output
 from .budget import budget_scope
 from .observer import Observers
@@ -67,7 +68,7 @@ __all__ = ["BatchRun", "ItemResult", "Progress", "compare"]
 logger = logging.getLogger("lion_nb.batch")
 
 #: verbs a batch calls by name with the item's prompt (anything else: a registered operation)
-_VERBS = ("communicate", "chat", "operate", "ReAct", "interpret", "parse", "run")
+_VERBS = verb_names()
 DEFAULT_CONCURRENCY = 8
 #: workers started per turn of the event loop: each prepares its first item (clone, prompt,
 #: request) before it waits for the model's limiter, so starting 1,000 at once would hold
@@ -500,36 +501,12 @@ class BatchRun:
     async def _call(self, branch: Branch, item: Any, prompt: Any) -> Any:
         op, kw = self.operation, self.kwargs
         if op is None:  # as a cell does: a CLI agent runs, an API model communicates
-            op = "run" if branch.chat_model.is_cli else "communicate"
+            op = default_verb(branch.chat_model)
         if callable(op):
             return await op(branch, prompt, **kw)
-        if op == "communicate":
-            return await branch.communicate(prompt, **kw)
-        if op == "chat":
-            return await branch.chat(prompt, **kw)
-        if op == "operate":
-            return await branch.operate(instruction=prompt, **kw)
-        if op == "ReAct":
-            return await branch.ReAct({"instruction": prompt}, **kw)
-        if op == "interpret":
-            return await branch.interpret(prompt, **kw)
-        if op == "parse":
-            return await branch.parse(prompt, **kw)
-        if op == "run":
-            from contextlib import aclosing
+        from ..operations.verbs import call_verb
 
-            parts = []
-            async with aclosing(branch.run(prompt, **kw)) as stream:
-                async for message in stream:
-                    if message.kind == "assistant_response" and message.response:
-                        parts.append(message.response)
-            return "\n\n".join(parts) or None
-        from ..operations.node import call_operation, resolve_operation, unknown_operation_hint
-
-        func = resolve_operation(branch, op)
-        if func is None:
-            raise ValueError(f"Unknown operation: {op}. " + unknown_operation_hint(branch, op))
-        return await call_operation(func, {"instruction": prompt, **kw})
+        return await call_verb(branch, op, prompt, **kw)
 
     # -- counting --------------------------------------------------------------------------------
     def _set_status(self, result: ItemResult, status: str) -> None:

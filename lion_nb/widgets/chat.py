@@ -48,6 +48,7 @@ from typing import Any
 
 import ipywidgets as widgets
 
+from ..operations.verbs import VERBS, verb_names
 from ._base import StaticFallback, call_safely
 from .branch_view import BranchView
 from .chat_input import ChatInput
@@ -55,9 +56,9 @@ from .chat_input import ChatInput
 __all__ = ["DEFAULT_OPERATIONS", "Chat"]
 
 DEFAULT_OPERATIONS = ("communicate", "chat", "operate", "ReAct", "interpret")
-_BUILTIN = (*DEFAULT_OPERATIONS, "run")
-_UNRECORDED = ("chat", "interpret")
-_WITH_FILES = ("communicate", "chat", "operate", "run")  # the operations that take files=
+_BUILTIN = verb_names()
+_UNRECORDED = tuple(v.name for v in VERBS.values() if not v.records)
+_WITH_FILES = verb_names(media=True)  # the operations that take files=
 _ERROR_LIMIT = 300  # characters of an error shown in the status line
 _ANNOUNCED = 300  # characters of an answer read out when its turn ends
 
@@ -495,29 +496,13 @@ def _check_operation(branch: Any, name: str) -> None:
 async def _call(branch: Any, op: str, text: str, files: list | None = None) -> Any:
     """Run ``op`` on ``branch`` with ``text`` as the instruction (and ``files``, for the
     operations that take them)."""
-    extra = {"files": files} if files else {}
-    if op == "communicate":
-        return await branch.communicate(text, **extra)
-    if op == "chat":
-        return await branch.chat(text, **extra)
+    from ..operations.verbs import VERBS, call_verb
+
+    verb = VERBS.get(op)
+    extra: dict[str, Any] = {"files": files} if files and verb and verb.takes_media else {}
     if op == "operate":
-        return await branch.operate(instruction=text, actions=bool(branch.tools), **extra)
-    if op == "ReAct":
-        return await branch.ReAct({"instruction": text})
-    if op == "interpret":
-        return await branch.interpret(text)
-    if op == "run":
-        from contextlib import aclosing
-
-        parts: list[str] = []
-        async with aclosing(branch.run(text, **extra)) as stream:
-            async for message in stream:
-                if message.kind == "assistant_response" and message.response:
-                    parts.append(message.response)
-        return "\n\n".join(parts) or None
-    from ..operations.node import call_operation, resolve_operation
-
-    return await call_operation(resolve_operation(branch, op), {"instruction": text})
+        extra["actions"] = bool(branch.tools)
+    return await call_verb(branch, op, text, **extra)
 
 
 async def _outcome(task: asyncio.Task) -> Any:

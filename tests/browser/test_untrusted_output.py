@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lion_nb.notebook.cell.render import markdown_html, mime_bundle
+from lion_nb.notebook.cell.output_formats import markdown_html, mime_bundle
 
 pytestmark = pytest.mark.browser
 

@@ -729,7 +729,7 @@ def test_react_final_answer_comes_after_the_analysis_not_the_calls():
 def test_auto_answers_with_a_python_block_that_parses_when_asked_for_code(question):
     import ast
 
-    from lion_nb.notebook.cell.render import extract_code
+    from lion_nb.notebook.cell.output_formats import extract_code
 
     ask_code = Instruction(
         instruction=question or None,

@@ -6,7 +6,7 @@ import anyio
 from IPython.utils.capture import capture_output
 
 from lion_nb import current_session
-from lion_nb.notebook.cell.display import (
+from lion_nb.notebook.cell.handle_view import (
     HandleView,
     TurnInfo,
     TurnView,

@@ -40,7 +40,7 @@ SETUP = """\
 %load_ext lion_nb
 import asyncio, json
 from lion_nb import RunEnd, RunFailed, RunStart, current_session, iModel
-from lion_nb.notebook.cell.display import HandleView, set_view_factory
+from lion_nb.notebook.cell.handle_view import HandleView, set_view_factory
 from lion_nb.notebook.cell.runner import running_wakers
 
 async def sleepy(messages, **request):

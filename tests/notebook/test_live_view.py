@@ -6,7 +6,7 @@ import warnings
 
 from IPython.utils.capture import capture_output
 
-from lion_nb.notebook.cell.display import HandleView, TurnInfo, make_view
+from lion_nb.notebook.cell.handle_view import HandleView, TurnInfo, make_view
 from lion_nb.widgets import TurnWidget
 from tests.notebook.nbshell import run
 

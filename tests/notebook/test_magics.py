@@ -6,7 +6,7 @@ import pytest
 from IPython.core.error import UsageError
 
 from lion_nb import current_session
-from lion_nb.notebook.cell.display import HandleView, set_view_factory
+from lion_nb.notebook.cell.handle_view import HandleView, set_view_factory
 from tests.notebook.nbshell import run
 from tests.waiting import until, wait_until
 

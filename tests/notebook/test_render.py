@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel
 
-from lion_nb.notebook.cell.render import Table, extract_code, markdown_html, mime_bundle, to_json
+from lion_nb.notebook.cell.output_formats import (
+    Table,
+    extract_code,
+    markdown_html,
+    mime_bundle,
+    to_json,
+)
 from lion_nb.rendering import sanitize_html
 
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from lion_nb import current_session
-from lion_nb.notebook.cell.display import TurnView, set_view_factory
+from lion_nb.notebook.cell.handle_view import TurnView, set_view_factory
 from lion_nb.notebook.cell.runner import RunInterrupted, running_wakers
 from lion_nb.notebook.state.session import notebook_state
 from tests.notebook.nbshell import run

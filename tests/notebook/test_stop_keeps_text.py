@@ -15,8 +15,8 @@ import asyncio
 import pytest
 
 from lion_nb import current_session
-from lion_nb.notebook.cell.display import TurnView, set_view_factory
-from lion_nb.notebook.cell.live_view import WidgetView
+from lion_nb.notebook.cell.handle_view import TurnView, set_view_factory
+from lion_nb.notebook.cell.widget_view import WidgetView
 from tests.notebook.nbshell import run
 
 WORDS = 300
@@ -156,7 +156,7 @@ def test_cancel_all_keeps_what_a_background_run_received(nb):
 def test_the_text_view_says_an_incomplete_answer_was_kept(ip):
     from IPython.utils.capture import capture_output
 
-    from lion_nb.notebook.cell.display import HandleView, TurnInfo
+    from lion_nb.notebook.cell.handle_view import HandleView, TurnInfo
     from lion_nb.protocols.messages import AssistantResponse
 
     info = TurnInfo(branch="main", operation="communicate", model="m", live="text")

@@ -30,11 +30,14 @@ import itertools
 import re
 import time
 from html import escape
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 
 from .options import TurnOptions, resolve_response_format, resolve_tools
+
+if TYPE_CHECKING:
+    from .context import CellContext
 
 __all__ = ["run_batch_cell", "start_batch_cell"]
 
@@ -44,28 +47,28 @@ _ids = itertools.count(1)
 
 
 # -- planning ------------------------------------------------------------------------------------
-def _template(magics: Any, opts: TurnOptions, body: str) -> tuple[str, Any]:
+def _template(ctx: CellContext, opts: TurnOptions, body: str) -> tuple[str, Any]:
     """The cell's text, its values converted as for one turn (``{df}`` a schema, ``{fig}``
     an image), with ``--file`` and ``--notebook`` added; and what was attached."""
     from .interpolate import Attached, interpolate
     from .turn import _with_context
 
     text = body
-    attached = Attached(budget=magics.context_budget)
-    if not opts.raw and magics.interpolate:
+    attached = Attached(budget=ctx.context_budget)
+    if not opts.raw and ctx.interpolate:
         if opts.map_over is not None:  # kept for the batch, which fills them per item
             text = _ITEM.sub(lambda m: "{" + m.group(0) + "}", text)
-        text = interpolate(text, magics.shell.user_ns, magics.state.specials(), attached)
+        text = interpolate(text, ctx.user_ns, ctx.state.specials(), attached)
     text = text.rstrip().lstrip("\n")
     if not text:
         raise UsageError("`%%lion`: the cell has no instruction. Write it below `%%lion`.")
-    return _with_context(magics, opts, text, attached), attached
+    return _with_context(ctx, opts, text, attached), attached
 
 
-def _items(magics: Any, expr: str) -> Any:
+def _items(ctx: CellContext, expr: str) -> Any:
     source = expr.strip()
     try:
-        return eval(compile(source, "<lion --map>", "eval"), magics.shell.user_ns)
+        return eval(compile(source, "<lion --map>", "eval"), ctx.user_ns)
     except NameError as exc:
         raise UsageError(
             f"`--map {source}`: no variable named `{getattr(exc, 'name', None) or exc}` in the "
@@ -82,18 +85,18 @@ def _items(magics: Any, expr: str) -> Any:
         ) from None
 
 
-def _source(magics: Any, opts: TurnOptions) -> tuple[Any, Any]:
+def _source(ctx: CellContext, opts: TurnOptions) -> tuple[Any, Any]:
     """The branch the items are cloned from (created when ``-b`` names a new one) and the
     model of this run (``None``: the branch's own)."""
-    from .turn import default_model, model_for
+    from .plan import default_model, model_for
 
-    state = magics.state
+    state = ctx.state
     name = opts.branch
     branch = state.branch(name)  # None: the active one
     if branch is None:
         if opts.branch is None:
             raise UsageError("The session has no branch left: create one with `%lion new NAME`.")
-        model = model_for(magics, opts.model, None) if opts.model else default_model(magics)
+        model = model_for(ctx, opts.model, None) if opts.model else default_model(ctx)
         branch = state.session.new_branch(name=name, system=opts.system, chat_model=model)
         return branch, None
     if opts.system is not None:
@@ -103,19 +106,19 @@ def _source(magics: Any, opts: TurnOptions) -> tuple[Any, Any]:
                 f"`--system`: branch `{branch.name}` exists; its system prompt stays. Name a "
                 "new branch with `-b` to give the items another one."
             )
-    return branch, model_for(magics, opts.model, branch) if opts.model else None
+    return branch, model_for(ctx, opts.model, branch) if opts.model else None
 
 
-def _operation(magics: Any, opts: TurnOptions, attached: Any = None) -> Any:
+def _operation(ctx: CellContext, opts: TurnOptions, attached: Any = None) -> Any:
     """An async ``f(item_branch, prompt)`` that runs the cell's turn on one item's branch."""
     from . import cells
-    from .turn import TurnPlan, _call
+    from .execute import call_turn
+    from .plan import TurnPlan
 
-    ns = magics.shell.user_ns
+    ns = ctx.user_ns
     rf = resolve_response_format(opts.response_format, ns) if opts.response_format else None
     tools = resolve_tools(opts.tools, ns)
-    cell = cells.current_cell(magics.shell, magics.state.hooked_cell_id)
-    session = magics.state.session
+    cell = cells.current_cell(ctx.shell, ctx.state.hooked_cell_id)
     turn_id = f"{next(_ids)}-{int(time.time())}"
 
     def op_for(item_branch: Any) -> str:  # as for one turn, on the item's own model
@@ -141,7 +144,7 @@ def _operation(magics: Any, opts: TurnOptions, attached: Any = None) -> Any:
             plan.images, plan.files = list(attached.images), list(attached.files)
         before = len(item_branch.messages)
         try:
-            return await _call(plan, None, session)
+            return await call_turn(plan)
         finally:
             cells.tag_messages(item_branch.messages[before:], cell, turn_id)
 
@@ -149,20 +152,20 @@ def _operation(magics: Any, opts: TurnOptions, attached: Any = None) -> Any:
     return one
 
 
-def _start(magics: Any, opts: TurnOptions, body: str) -> Any:
-    text, attached = _template(magics, opts, body)
-    branch, model = _source(magics, opts)
-    session = magics.state.session
+def _start(ctx: CellContext, opts: TurnOptions, body: str) -> Any:
+    text, attached = _template(ctx, opts, body)
+    branch, model = _source(ctx, opts)
+    session = ctx.state.session
     try:
-        operation = _operation(magics, opts, attached)
+        operation = _operation(ctx, opts, attached)
         if opts.compare:
-            from .turn import model_for
+            from .plan import model_for
 
-            models = [model_for(magics, spec, None) for spec in opts.compare]
+            models = [model_for(ctx, spec, None) for spec in opts.compare]
             return session.compare(
                 text, models, branch=branch, operation=operation, budget=opts.budget
             )
-        items = _items(magics, opts.map_over or "")
+        items = _items(ctx, opts.map_over or "")
         return session.map(
             items, text, branch=branch, model=model, operation=operation, budget=opts.budget
         )
@@ -175,17 +178,19 @@ def _start(magics: Any, opts: TurnOptions, body: str) -> Any:
 
 
 # -- running -------------------------------------------------------------------------------------
-async def run_batch_cell(magics: Any, opts: TurnOptions, body: str, *, cell_value: bool) -> Any:
+async def run_batch_cell(
+    ctx: CellContext, opts: TurnOptions, body: str, *, cell_value: bool
+) -> Any:
     """Run the cell over its items (or models), show the progress, then the results."""
     import asyncio
 
     from .runner import loop_kept_awake
 
     if opts.bg:
-        return start_batch_cell(magics, opts, body, cell_value=cell_value)
-    run = _start(magics, opts, body)
-    view = _show_progress(magics, opts, run)
-    state = magics.state
+        return start_batch_cell(ctx, opts, body, cell_value=cell_value)
+    run = _start(ctx, opts, body)
+    view = _show_progress(ctx, opts, run)
+    state = ctx.state
     previous = state.swap_foreground_stop(run.stop)
     try:
         with loop_kept_awake():
@@ -199,40 +204,41 @@ async def run_batch_cell(magics: Any, opts: TurnOptions, body: str, *, cell_valu
 
         if isinstance(view, TextProgress):
             view.close()
-    return _deliver(magics, opts, run, output, cell_value=cell_value)
+    return _deliver(ctx, opts, run, output, cell_value=cell_value)
 
 
-def start_batch_cell(magics: Any, opts: TurnOptions, body: str, *, cell_value: bool) -> Any:
+def start_batch_cell(ctx: CellContext, opts: TurnOptions, body: str, *, cell_value: bool) -> Any:
     """``--map ... --bg``: start the run and return it at once (the cell's value)."""
     from .turn import set_cell_value
 
-    run = _start(magics, opts, body)
-    _show_progress(magics, opts, run)
+    run = _start(ctx, opts, body)
+    _show_progress(ctx, opts, run)
     handle = _RunEntry(run, label=body.strip().splitlines()[0][:40] if body.strip() else "")
-    magics.state.runs[handle.id] = handle
-    if opts.out:
-        run.on_progress(lambda r: _bind_when_done(magics, opts, r))
+    ctx.state.runs[handle.id] = handle
+    out = opts.out
+    if out:
+        run.on_progress(lambda r: _bind_when_done(ctx, out, r))
     if cell_value:
-        set_cell_value(magics.shell, run)
+        set_cell_value(ctx.shell, run)
     return run
 
 
-def _bind_when_done(magics: Any, opts: TurnOptions, run: Any) -> None:
+def _bind_when_done(ctx: CellContext, out: str, run: Any) -> None:
     if run.state in ("finished", "stopped"):
-        magics.shell.user_ns[opts.out] = run.output()
+        ctx.user_ns[out] = run.output()
 
 
-def _show_progress(magics: Any, opts: TurnOptions, run: Any) -> Any:
+def _show_progress(ctx: CellContext, opts: TurnOptions, run: Any) -> Any:
     if opts.quiet:
         return None
     from ...widgets.progress import show_progress
 
-    return show_progress(
-        run, live=magics.live_view, max_rate=magics.max_updates_per_second, in_cell=True
-    )
+    return show_progress(run, live=ctx.live_view, max_rate=ctx.max_updates_per_second, in_cell=True)
 
 
-def _deliver(magics: Any, opts: TurnOptions, run: Any, output: Any, *, cell_value: bool) -> Any:
+def _deliver(
+    ctx: CellContext, opts: TurnOptions, run: Any, output: Any, *, cell_value: bool
+) -> Any:
     from IPython.display import display
 
     from .turn import set_cell_value
@@ -247,9 +253,9 @@ def _deliver(magics: Any, opts: TurnOptions, run: Any, output: Any, *, cell_valu
         else:
             display(ResultsTable(run))
     if opts.out:
-        magics.shell.user_ns[opts.out] = output
+        ctx.user_ns[opts.out] = output
     if cell_value:
-        set_cell_value(magics.shell, output)
+        set_cell_value(ctx.shell, output)
     return output
 
 
@@ -262,7 +268,7 @@ class ResultsTable:
     @staticmethod
     def _text(result: Any) -> str:
         if result.status == "done":
-            from .render import as_text
+            from .output_formats import as_text
 
             return as_text(result.value)
         return result.error_text or result.status

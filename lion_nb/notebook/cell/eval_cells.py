@@ -20,18 +20,21 @@ name the run is saved and compared under. Decisions:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 
 from .options import TurnOptions
 
+if TYPE_CHECKING:
+    from .context import CellContext
+
 __all__ = ["EvalReport", "run_eval_cell"]
 
 
-def _value(magics: Any, expr: str, option: str, extra: dict[str, Any] | None = None) -> Any:
+def _value(ctx: CellContext, expr: str, option: str, extra: dict[str, Any] | None = None) -> Any:
     source = expr.strip()
-    namespace = {**(extra or {}), **magics.shell.user_ns}
+    namespace = {**(extra or {}), **ctx.user_ns}
     try:
         return eval(compile(source, f"<lion {option}>", "eval"), namespace)
     except NameError as exc:
@@ -50,13 +53,13 @@ def _value(magics: Any, expr: str, option: str, extra: dict[str, Any] | None = N
         ) from None
 
 
-def _checks(magics: Any, opts: TurnOptions) -> list[Any]:
+def _checks(ctx: CellContext, opts: TurnOptions) -> list[Any]:
     import lion_nb.evals as evals
 
     names = {name: getattr(evals, name) for name in evals.__all__}
     checks: list[Any] = []
     for expr in opts.checks:
-        value = _value(magics, expr, "--check", names)
+        value = _value(ctx, expr, "--check", names)
         found = list(value) if isinstance(value, (list, tuple)) else [value]
         for check in found:
             if not callable(check):
@@ -68,22 +71,22 @@ def _checks(magics: Any, opts: TurnOptions) -> list[Any]:
     return checks
 
 
-def _start(magics: Any, opts: TurnOptions, body: str) -> Any:
+def _start(ctx: CellContext, opts: TurnOptions, body: str) -> Any:
     from .batch_cells import _source
-    from .turn import model_for
+    from .plan import model_for
 
     text = body.rstrip().lstrip("\n")
     if not text:
         raise UsageError("`%%lion --eval`: the cell has no prompt. Write the template below.")
-    cases = _value(magics, opts.eval_over or "", "--eval")
-    checks = _checks(magics, opts)
-    branch, model = _source(magics, opts)
+    cases = _value(ctx, opts.eval_over or "", "--eval")
+    checks = _checks(ctx, opts)
+    branch, model = _source(ctx, opts)
     if opts.compare:
-        models: Any = {spec: model_for(magics, spec, None) for spec in opts.compare}
+        models: Any = {spec: model_for(ctx, spec, None) for spec in opts.compare}
     else:
         models = [model] if model is not None else None
     try:
-        return magics.state.session.evaluate(
+        return ctx.state.session.evaluate(
             cases,
             prompt=text,
             models=models,
@@ -91,6 +94,7 @@ def _start(magics: Any, opts: TurnOptions, body: str) -> Any:
             repeat=opts.repeat or 1,
             name=opts.eval_name,
             branch=branch,
+            **({"reasoning": opts.effort} if opts.effort is not None else {}),
         )
     except Exception as exc:
         from .failures import as_usage_error
@@ -98,7 +102,7 @@ def _start(magics: Any, opts: TurnOptions, body: str) -> Any:
         raise as_usage_error(exc) from None
 
 
-async def run_eval_cell(magics: Any, opts: TurnOptions, body: str, *, cell_value: bool) -> Any:
+async def run_eval_cell(ctx: CellContext, opts: TurnOptions, body: str, *, cell_value: bool) -> Any:
     """Run the evaluation, show the grid live, then the summary and the changes."""
     import asyncio
 
@@ -107,14 +111,14 @@ async def run_eval_cell(magics: Any, opts: TurnOptions, body: str, *, cell_value
     from .runner import loop_kept_awake
     from .turn import set_cell_value
 
-    run = _start(magics, opts, body)
+    run = _start(ctx, opts, body)
     grid = None
-    if not opts.quiet and _widgets(magics):
+    if not opts.quiet and _widgets(ctx):
         from ...widgets.eval_grid import EvalGrid
 
-        grid = EvalGrid(run, live=True, max_rate=magics.max_updates_per_second)
+        grid = EvalGrid(run, live=True, max_rate=ctx.max_updates_per_second)
         display(grid)
-    state = magics.state
+    state = ctx.state
     previous = state.swap_foreground_stop(run.stop)
     try:
         with loop_kept_awake():
@@ -127,14 +131,14 @@ async def run_eval_cell(magics: Any, opts: TurnOptions, body: str, *, cell_value
     if not opts.quiet:
         display(EvalReport(run, grid=grid is None))
     if opts.out:
-        magics.shell.user_ns[opts.out] = run
+        ctx.user_ns[opts.out] = run
     if cell_value:
-        set_cell_value(magics.shell, run)
+        set_cell_value(ctx.shell, run)
     return run
 
 
-def _widgets(magics: Any) -> bool:
-    live = magics.live_view
+def _widgets(ctx: CellContext) -> bool:
+    live = ctx.live_view
     if live == "widget":
         return True
     if live != "auto":

@@ -20,7 +20,6 @@ from typing import Any
 from IPython.core.error import UsageError
 
 __all__ = [
-    "BUILTIN_OPERATIONS",
     "FORMATS",
     "POLICIES",
     "TurnOptions",
@@ -36,11 +35,8 @@ __all__ = [
     "validate_name",
 ]
 
-#: operations every branch has; anything else must be registered on the Session
-BUILTIN_OPERATIONS = ("chat", "communicate", "operate", "run", "ReAct", "interpret", "parse")
 POLICIES = ("fork", "append", "replace")
 FORMATS = ("markdown", "code", "json", "html", "text")
-_NO_TOOL_OPERATIONS = ("chat", "communicate", "run", "interpret", "parse")
 
 TURN_EXAMPLES = """
 Examples:
@@ -65,6 +61,9 @@ Examples:
 
   %%lion --notebook
   Why does the last cell fail?
+
+  %%lion --effort high
+  Prove that the square root of 2 is irrational.
 
 Braces interpolate from the notebook: {name}, {expr}, {In[n]}, {Out[n]}, {Err} (the last
 error and its traceback), {Err[n]}. Braces that hold no expression ({'a': 1}) stay as
@@ -177,6 +176,12 @@ def turn_parser(prog: str, *, prompt: bool = False) -> Any:
         help="add the cells above (code and results, newest first, within the budget) as context",
     )
     add(
+        "--effort",
+        metavar="LEVEL",
+        help="how hard a reasoning model thinks in this turn: minimal, low, medium or high "
+        "(sent as `reasoning=`; default: the model's own setting)",
+    )
+    add(
         "--max-extensions",
         metavar="N",
         type=int,
@@ -252,6 +257,7 @@ class TurnOptions:
     policy: str | None = None
     raw: bool = False
     extensions: int | None = None
+    effort: str | None = None  # ``--effort``: the call's ``reasoning=`` level
     prompt: str = ""  # ``%lion ask``: the instruction given on the line
     map_over: str | None = None  # ``--map``: the expression giving the items
     compare: list[str] = field(default_factory=list)  # ``--compare``: model specs
@@ -283,6 +289,7 @@ class TurnOptions:
             policy=args.policy,
             raw=args.raw,
             extensions=args.max_extensions,
+            effort=getattr(args, "effort", None),
             prompt=" ".join(getattr(args, "prompt", None) or ()),
             map_over=getattr(args, "map", None),
             compare=[
@@ -321,11 +328,13 @@ class TurnOptions:
             raise UsageError(
                 "`--op parse` needs `--response-format NAME` (a pydantic model in the namespace)."
             )
-        if self.tools and self.op in _NO_TOOL_OPERATIONS:
+        if self.tools and self.op is not None and not _takes_tools(self.op):
             raise UsageError(
                 f"`--tools` works with `--op operate`, `--op ReAct` or a registered operation, "
                 f"not `--op {self.op}`. Drop `--op` (tools imply `operate`)."
             )
+        if self.effort is not None:
+            check_effort(self.effort)
         if self.extensions is not None and self.op != "ReAct":
             raise UsageError("`--max-extensions` only applies to `--op ReAct`.")
         if self.extensions is not None and self.extensions < 0:
@@ -351,6 +360,27 @@ def ask_parser() -> Any:
 
 
 _ASK_PARSER: Any = None
+
+
+def _takes_tools(op: str) -> bool:
+    """Whether ``--op op`` can be given tools: a verb that takes them, or a registered
+    operation (the verb table is read at the first turn, not at ``%load_ext``)."""
+    from ...operations.verbs import VERBS
+
+    verb = VERBS.get(op)
+    return verb is None or verb.takes_tools
+
+
+def check_effort(level: str) -> str:
+    """``level`` if ``reasoning=`` takes it, else a `UsageError` naming the levels."""
+    from ...models.reasoning import LEVELS
+
+    if level not in LEVELS:
+        raise UsageError(
+            f"`--effort {level}`: use one of {', '.join(LEVELS)} (how hard a reasoning model "
+            "thinks), e.g. `--effort low`."
+        )
+    return level
 
 
 def check_batch_options(opts: TurnOptions) -> None:

@@ -27,7 +27,10 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .context import CellContext
 
 __all__ = ["CONTINUE", "BudgetOffer", "budget_offer", "raised_limit"]
 
@@ -64,10 +67,10 @@ def _limit_text(kind: str, value: float) -> str:
 
 
 def budget_offer(
-    magics: Any, plan: Any, execute: Any, error: BaseException, view: Any
+    ctx: CellContext, plan: Any, execute: Any, error: BaseException, view: Any
 ) -> BudgetOffer | None:
     """The offer for a turn that ended in ``error``; ``None`` unless a cell, branch or
-    session budget stopped it. ``execute`` runs a planned turn (`turn.execute`; given, not
+    session budget stopped it. ``execute`` runs a planned turn (`execute.execute`; given, not
     imported, since `turn` is what offers this)."""
     from ...errors import BudgetExceeded
 
@@ -93,20 +96,16 @@ def budget_offer(
     action = f"Raise the {error.where} budget to {_limit_text(kind, new)} and continue"
 
     def go() -> Any:
-        return _continue(magics, plan, execute, view, error, kind, new)
+        return _continue(ctx, plan, execute, view, error, kind, new)
 
     return BudgetOffer(text, action, go)
 
 
-def _raise(magics: Any, error: Any, kind: str, new: float) -> None:
+def _raise(ctx: CellContext, error: Any, kind: str, new: float) -> None:
     setattr(error.budget, kind, new)
     error.budget._warned = False  # one warning again, at the new limit's share
-    if (
-        error.where == "session"
-        and kind == "usd"
-        and getattr(magics, "_config_budget", None) is error.budget
-    ):
-        magics.session_budget = new  # else the next cell would put the old cap back
+    if error.where == "session" and kind == "usd":
+        ctx.keep_session_budget(error.budget, new)  # else the next cell puts the old cap back
 
 
 def _recorded(plan: Any) -> bool:
@@ -118,17 +117,17 @@ def _recorded(plan: Any) -> bool:
 
 
 def _continue(
-    magics: Any, plan: Any, execute: Any, view: Any, error: Any, kind: str, new: float
+    ctx: CellContext, plan: Any, execute: Any, view: Any, error: Any, kind: str, new: float
 ) -> Any:
     from .background import start_background
-    from .display import SafeView
     from .failures import presentable
+    from .handle_view import SafeView
 
-    state = magics.state
+    state = ctx.state
     busy = state.busy(plan.branch)
     if busy is not None:
         return None  # a continued turn (or another run) is using the branch already
-    _raise(magics, error, kind, new)
+    _raise(ctx, error, kind, new)
     again = dataclasses.replace(
         plan, text=CONTINUE if _recorded(plan) else plan.text, stop=type(plan.stop)()
     )
@@ -146,7 +145,7 @@ def _continue(
 
     def done(handle: Any) -> None:
         if handle.status == "done" and plan.options.out:
-            magics.shell.user_ns[plan.options.out] = handle.task.result()
+            ctx.user_ns[plan.options.out] = handle.task.result()
 
     label = f"continued: {plan.text.strip().splitlines()[0][:30]}"
     handle = start_background(work, branch=plan.branch, label=label, view=view, on_done=done)

@@ -130,7 +130,7 @@ def interrupt_cancels(task: asyncio.Task[Any] | None) -> Any:
     embedded shell) it does nothing."""
     import signal
 
-    from .display import terminal_shell
+    from .handle_view import terminal_shell
 
     if (
         task is None

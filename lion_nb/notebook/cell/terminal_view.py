@@ -15,7 +15,7 @@ import dataclasses
 import sys
 from typing import Any
 
-from .view import TurnInfo, TurnView, plain_note, show_answer
+from .view_seam import TurnInfo, TurnView, plain_note, show_answer
 
 __all__ = ["TerminalView"]
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
-from ..cell.render import Table
+from ..cell.output_formats import Table
 from .registry import arg, command
 
 __all__: list[str] = []  # registers `%lion extend`

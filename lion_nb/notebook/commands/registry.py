@@ -18,7 +18,7 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import MagicArgumentParser
 
-from ..cell.render import Table
+from ..cell.output_formats import Table
 
 __all__ = ["COMMANDS", "dispatch", "dispatch_async"]
 
@@ -321,7 +321,7 @@ def _switch(magics: Any, args: Any) -> None:
     arg("-s", "--system", metavar="TEXT", help="system prompt"),
 )
 def _new(magics: Any, args: Any) -> Any:
-    from ..cell.turn import default_model, model_for
+    from ..cell.plan import default_model, model_for
 
     state = magics.state
     if state.branch(args.name) is not None:
@@ -331,7 +331,8 @@ def _new(magics: Any, args: Any) -> Any:
     from ...models.secrets import scrub
 
     given = args.model is not None
-    model = model_for(magics, args.model, None) if given else default_model(magics)
+    ctx = magics.cell_context()
+    model = model_for(ctx, args.model, None) if given else default_model(ctx)
     system = scrub(args.system) if args.system else args.system  # cell source, like a prompt
     branch = state.session.new_branch(name=args.name, system=system, chat_model=model)
     state.set_active(branch)
@@ -386,10 +387,10 @@ def _remove(magics: Any, args: Any) -> None:
     if active:
         now = state.session.default_branch
         if now is None:
-            from ..cell.turn import default_model
+            from ..cell.plan import default_model
 
             now = state.session.new_branch(
-                name=state.default_branch_name, chat_model=default_model(magics)
+                name=state.default_branch_name, chat_model=default_model(magics.cell_context())
             )
         state.set_active(now)
     now = state.branch()

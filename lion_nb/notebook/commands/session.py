@@ -21,7 +21,7 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
-from ..cell.render import Table
+from ..cell.output_formats import Table
 from .registry import _branch, _model_label, _short, arg, awaited, command, file_problem
 
 __all__ = ["explain"]
@@ -237,7 +237,7 @@ async def explain(magics: Any, args: Any, *, assigned: bool = True) -> Any:
     """Explain the last error on a branch. Unassigned, the answer is the cell's value and
     ``None`` is returned, so it is shown once."""
     from ..cell.options import TurnOptions
-    from ..cell.render import FORMATS
+    from ..cell.output_formats import FORMATS
 
     last = magics.state.errors.last
     if last is None:

@@ -23,7 +23,7 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
-from ..cell.render import Table
+from ..cell.output_formats import Table
 from .registry import _branch, arg, command, file_problem
 
 __all__ = ["restore", "shown_path"]

@@ -11,16 +11,16 @@ from typing import Any
 __all__ = ["mcp_tools_for"]
 
 
-def mcp_tools_for(magics: Any, branch: Any, names: list[str], local: list[Any]) -> list[Any]:
-    """The tools of the notebook's MCP servers ``names`` (``-t NAME``, in order) for
-    ``branch``, beside the turn's notebook functions ``local``."""
+def mcp_tools_for(state: Any, branch: Any, names: list[str], local: list[Any]) -> list[Any]:
+    """The tools of the notebook's MCP servers ``names`` (``-t NAME``, in order; ``state``
+    is the `NotebookState` holding them) for ``branch``, beside the turn's notebook functions ``local``."""
     from ...mcp.connect import build_tools
     from ...protocols.actions import Tool
 
     taken = {Tool(f).name if not isinstance(f, Tool) else f.name for f in local}
     tools: list[Any] = []
     for name in names:
-        server = magics.state.mcp[name]
+        server = state.mcp[name]
         cache = server.__dict__.setdefault("_notebook_tools", {})
         for tool in build_tools(branch, server, getattr(server, "approve", None), taken):
             key = (str(branch.id), tool.remote_name, tool.name)

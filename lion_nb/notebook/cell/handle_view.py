@@ -26,7 +26,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from .view import TurnInfo, TurnView, show_answer
+from .view_seam import TurnInfo, TurnView, show_answer
 
 __all__ = [
     "HandleView",
@@ -149,7 +149,7 @@ class HandleView(TurnView):
         steps = "\n".join(self._steps)
         plain = "\n".join(part for part in (f"[{head}]", steps, text) if part)
         if info.fmt == "markdown" and text:
-            from .render import markdown_html
+            from .output_formats import markdown_html
 
             body = markdown_html(text)
         else:
@@ -208,7 +208,7 @@ def make_view(info: TurnInfo, *, quiet: bool = False) -> TurnView:
         return NullView(info)
     factory = _factory
     if factory is None and (info.live == "widget" or (info.live == "auto" and widget_frontend())):
-        from .live_view import WidgetView
+        from .widget_view import WidgetView
 
         factory = WidgetView
     if factory is None and terminal_shell():

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .view import TurnInfo, TurnView, show_answer
+from .view_seam import TurnInfo, TurnView, show_answer
 
 __all__ = ["WidgetView"]
 
@@ -25,7 +25,7 @@ class WidgetView(TurnView):
     def __init__(self, info: TurnInfo):
         super().__init__(info)
         from ...widgets.turn import TurnWidget
-        from .view import plain_note
+        from .view_seam import plain_note
 
         head = " · ".join(p for p in (info.branch, info.operation, info.model) if p)
         self.widget = TurnWidget(

@@ -1,8 +1,8 @@
 """The display seam's two types, `TurnInfo` and `TurnView`, and `show_answer`.
 
-A turn talks to a `TurnView` only (see `display`, which picks the view and holds the default
-ones). Every view -- the text one there, the live widget one in `live_view` -- builds on
-these, so they sit below both.
+A turn talks to a `TurnView` only (see `handle_view`, which picks the view and holds the
+default ones). Every view -- the text one there, the live widget one in `widget_view` --
+builds on these, so they sit below both.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ class TurnView:
 def show_answer(result: Any, info: TurnInfo, *, into: Any = None) -> None:
     """Display a finished turn's answer once, as its own output (with the re-run note); in
     the display handle ``into`` when given (an output reserved in the turn's cell)."""
-    from .render import mime_bundle
+    from .output_formats import mime_bundle
 
     bundle = mime_bundle(result, info.fmt)
     if info.note:  # e.g. where a re-run kept the earlier turn
