@@ -86,8 +86,11 @@ def test_notebook_tests_are_in_the_folder_of_what_they_test():
 
 
 def test_the_name_rule_sees_the_package():
-    """The check above is not vacuous: names of real modules map to their folders."""
-    assert _owners("cells") == {"cell"}
-    assert _owners("store_commands") == {"commands"}
-    assert _owners("mcp_command") == {"commands", "state"}  # both have an mcp module
-    assert _owners("magics") == set()  # lion_nb/notebook/magics.py: the whole layer
+    """The check above is not vacuous: every module of the three folders names its folder."""
+    for part in NOTEBOOK_PARTS:
+        modules = [p.stem for p in (PACKAGE / "notebook" / part).glob("[!_]*.py")]
+        assert modules, f"lion_nb/notebook/{part} has no modules"
+        for name in modules:
+            assert part in _owners(name) and part in _owners(name + "_more"), name
+        assert _owners(part) == {part}  # the sub-package's own name
+    assert _owners("no_module_is_called_this") == set()
