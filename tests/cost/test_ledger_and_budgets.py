@@ -281,7 +281,8 @@ def test_batch_progress_shows_spend_and_projected_spend(http_fake):
         await run
         return run
 
-    run = anyio.run(main)
+    with pytest.warns(BudgetWarning, match="of the batch budget of"):  # at 80% of $0.03
+        run = anyio.run(main)
     widget = BatchProgress(run)
     assert widget.cost.startswith("$0.0300") and "(projected $0.1000)" in widget.cost
 

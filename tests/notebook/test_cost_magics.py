@@ -7,6 +7,7 @@ import pytest
 from traitlets import TraitError
 
 from lion_nb import BudgetExceeded, current_session
+from lion_nb.session.budget import BudgetWarning
 from tests.notebook.nbshell import run, usage_error
 
 SETUP = """
@@ -37,7 +38,8 @@ def test_lion_cost_prints_the_table_by_branch_and_model(nb):
 
 
 def test_a_cell_budget_stops_the_cells_calls(nb):
-    ran = run(nb, "%%lion -q -b loop -m priced --op ReAct --budget 0.003\nKeep going.")
+    with pytest.warns(BudgetWarning, match="of the cell budget of"):  # at 80% of it
+        ran = run(nb, "%%lion -q -b loop -m priced --op ReAct --budget 0.003\nKeep going.")
     assert isinstance(ran.error, BudgetExceeded), ran
     assert "cell budget of $0.003" in str(ran.error)
     assert "Traceback" not in ran.stderr
@@ -52,7 +54,8 @@ def test_a_bad_cell_budget_is_a_usage_error(nb):
 
 def test_session_budget_from_config(nb):
     assert run(nb, "%config LionMagics.session_budget = 0.0025").error is None
-    first = run(nb, "%%lion -q -m priced\nhello")
+    with pytest.warns(BudgetWarning, match="of the session budget of"):  # at 80% of it
+        first = run(nb, "%%lion -q -m priced\nhello")
     assert first.error is None, first
     second = run(nb, "%%lion -q -m priced\nhello again")
     assert isinstance(second.error, BudgetExceeded), second
@@ -80,7 +83,8 @@ try:
 except BudgetExceeded as exc:
     stopped = exc
 """
-    ran = run(nb, loop)  # no %%lion cell ran since the setting
+    with pytest.warns(BudgetWarning, match="of the session budget of"):  # at 80% of it
+        ran = run(nb, loop)  # no %%lion cell ran since the setting
     assert ran.error is None, ran
     assert nb.user_ns["stopped"] is not None and "session budget" in str(nb.user_ns["stopped"])
     assert current_session().budget.usd == 0.0025

@@ -1,4 +1,4 @@
-"""Edge cases of the sanitizer's policy, beyond tests/notebook/test_render.py: where nh3's
+"""Edge cases of the sanitizer's policy, beyond tests/notebook/cell/test_render.py: where nh3's
 options end and the small steps around it begin."""
 
 from __future__ import annotations

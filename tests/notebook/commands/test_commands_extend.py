@@ -14,7 +14,7 @@ from lion_nb import current_session
 from lion_nb.extensions import ENTRY_POINT_GROUP, loaded_extensions
 from tests.notebook.nbshell import run, usage_error
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 GREETER = """
 async def greet(branch, instruction=None):

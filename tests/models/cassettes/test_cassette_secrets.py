@@ -25,7 +25,7 @@ from tests.fakes.http_server import FakeProvider
 from tests.fakes.mcp_fixtures import TOKEN as MCP_TOKEN
 from tests.fakes.mcp_fixtures import mcp_http, server_command  # noqa: F401 - a fixture
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 ENV_KEY = "sk-test-not-a-real-key-from-the-environment"
 ARG_KEY = "sk-ant-test-not-a-real-key-given-as-an-argument"
 HEADER_SECRET = "tok-test-not-a-real-header-token"

@@ -26,7 +26,7 @@ from lion_nb.store import SessionStore, StoreWarning
 from lion_nb.store_location import store_path
 from tests.notebook.nbshell import run, usage_error
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def restart(ip) -> None:

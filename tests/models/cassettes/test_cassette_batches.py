@@ -31,7 +31,7 @@ from lion_nb.models.cassettes import ENV_MODE, CassetteError, cassette, use_cass
 from tests.fakes.batch_api import BatchEmulator
 from tests.fakes.http_server import FakeProvider
 from tests.models.cassette_support import snapshot
-from tests.models.test_cassette_secrets import ARG_KEY, ENV_KEY, HEADER_SECRET, PATTERNS
+from tests.models.cassettes.test_cassette_secrets import ARG_KEY, ENV_KEY, HEADER_SECRET, PATTERNS
 
 PROVIDERS = ("openai", "anthropic")
 ITEMS = ["red", "green", "blue"]
