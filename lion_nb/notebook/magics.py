@@ -39,7 +39,7 @@ from .cell.options import (
 from .cell.runner import run_sync
 
 if TYPE_CHECKING:
-    from .cell.context import CellContext
+    from .cell.cell_context import CellContext
 
 __all__ = ["ENV", "LionMagics"]
 
@@ -255,7 +255,7 @@ class LionMagics(Magics):
 
     def cell_context(self) -> CellContext:
         """What one cell reads of the notebook (`CellContext`), made as the cell starts."""
-        from .cell.context import CellContext
+        from .cell.cell_context import CellContext
 
         return CellContext(
             shell=self.shell,

@@ -37,7 +37,7 @@ from IPython.core.error import UsageError
 from .options import TurnOptions, resolve_response_format, resolve_tools
 
 if TYPE_CHECKING:
-    from .context import CellContext
+    from .cell_context import CellContext
 
 __all__ = ["run_batch_cell", "start_batch_cell"]
 

@@ -27,7 +27,7 @@ from IPython.core.error import UsageError
 from .options import TurnOptions
 
 if TYPE_CHECKING:
-    from .context import CellContext
+    from .cell_context import CellContext
 
 __all__ = ["EvalReport", "run_eval_cell"]
 

@@ -22,7 +22,7 @@ from IPython.core.error import UsageError
 
 from ...operations.verbs import VERBS, default_verb
 from . import cells
-from .context import CellContext
+from .cell_context import CellContext
 from .options import TurnOptions, resolve_model, resolve_response_format, resolve_tools
 from .stop import TurnStop
 

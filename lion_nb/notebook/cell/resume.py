@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .context import CellContext
+    from .cell_context import CellContext
 
 __all__ = ["CONTINUE", "BudgetOffer", "budget_offer", "raised_limit"]
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
-from .context import CellContext
+from .cell_context import CellContext
 from .execute import ATTACHING_OPERATIONS, execute, execute_shown
 from .failures import as_usage_error
 from .options import TurnOptions

@@ -249,7 +249,7 @@ def test_stop_kills_a_cli_agents_subprocess(nb, monkeypatch, tmp_path):
     import time
     from pathlib import Path
 
-    fake_bin = Path(__file__).resolve().parents[1] / "fakes" / "bin"
+    fake_bin = Path(__file__).resolve().parents[2] / "fakes" / "bin"
     record = tmp_path / "record.jsonl"
     monkeypatch.setenv("PATH", f"{fake_bin}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("FAKE_CLI_MODE", "hang")

@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from lion_nb.notebook.cell.context import CellContext
+from lion_nb.notebook.cell.cell_context import CellContext
 from tests.notebook.nbshell import run
 
 
