@@ -1,11 +1,30 @@
-// What several widgets' front ends draw alike. The kernel puts this file before a widget's own
-// module (`_base.esm`), so each widget still ships as one self-contained ES module.
+// What the widgets' front ends draw alike, defined here once. The kernel puts this file before
+// every widget's own module (`_base.esm`), so each widget still ships as one self-contained ES
+// module; a widget's own file defines none of these again (tests/widgets/test_front_end.py).
 
 function el(tag, cls, text) {
   const node = document.createElement(tag);
   if (cls) node.className = cls;
   if (text !== undefined) node.textContent = text;
   return node;
+}
+
+// A glyph beside a button's word: seen, not read (the button's name is the word alone).
+function icon(glyph) {
+  const node = el("span", "lnb-icon", glyph);
+  node.setAttribute("aria-hidden", "true");
+  return node;
+}
+
+// An id for aria-controls / aria-labelledby, unique in the page (per widget module).
+let lnbUid = 0;
+function uniqueId(prefix) {
+  lnbUid += 1;
+  return `${prefix}-${lnbUid}`;
+}
+
+function plural(n, noun) {
+  return `${n} ${noun}${n === 1 ? "" : "s"}`;
 }
 
 // A tool call's state (`state`, set by the kernel) and the words shown for it. A denied call

@@ -50,8 +50,6 @@ function drawAttachments(items, media) {
   return box;
 }
 
-let uid = 0; // ids for aria-controls, unique in the page
-
 // `open`: the ids of entries whose details (or tool call) the reader opened; kept across
 // redraws, which replace every entry.
 function drawEntry(model, entry, open) {
@@ -68,7 +66,7 @@ function drawEntry(model, entry, open) {
   info.dataset.control = "details";
   info.setAttribute("aria-label", `details of ${where}`);
   const meta = details(entry.meta || {});
-  meta.id = `lnb-details-${(uid += 1)}`;
+  meta.id = uniqueId("lnb-details");
   info.setAttribute("aria-controls", meta.id);
   const showDetails = (shown) => {
     meta.hidden = !shown;

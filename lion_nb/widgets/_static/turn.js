@@ -79,9 +79,7 @@ function render({ model, el: root }) {
   const tokens = el("span", "lnb-turn-tokens");
   const stop = el("button", "lnb-stop");
   stop.type = "button";
-  const icon = el("span", "lnb-icon", "■");
-  icon.setAttribute("aria-hidden", "true");
-  stop.append(icon, "Stop");
+  stop.append(icon("■"), "Stop");
   stop.title = "Stop this turn (what was received so far is kept); Esc does the same";
   stop.setAttribute("aria-keyshortcuts", "Escape");
   head.append(label, status, clock, tokens, stop);
