@@ -50,6 +50,9 @@ class TurnView:
 
     def text(self, fragment: str) -> None: ...
 
+    def thinking(self, fragment: str) -> None:
+        """A fragment of the model's thinking (a view that shows none ignores it)."""
+
     def message(self, message: Any) -> None: ...
 
     def finish(self, result: Any) -> None: ...
