@@ -147,7 +147,7 @@ def citations_text(metadata: Any) -> str:
 
 
 def thinking_words(seconds: Any) -> str:
-    """"Thought for 3 s" (or "Thought" when the time is not known)."""
+    """ "Thought for 3 s" (or "Thought" when the time is not known)."""
     if not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or seconds < 0:
         return "Thought"
     return f"Thought for {seconds:.1f} s" if seconds < 10 else f"Thought for {seconds:.0f} s"

@@ -275,7 +275,9 @@ def plain_text(entry: dict[str, Any], message: Any, response: Any = None) -> str
     from ..rendering.answer_parts import citations_text
 
     if entry.get("thinking"):  # no duration: static renderings compare equal across runs
-        line = f"{entry['role']}: (thought) {message.rendered or ''}" + (f" {extra}" if extra else "")
+        line = f"{entry['role']}: (thought) {message.rendered or ''}" + (
+            f" {extra}" if extra else ""
+        )
     sources = citations_text(message.metadata)
     return f"{line}\n{sources}" if sources else line
 

@@ -43,8 +43,15 @@ TEXT = "Paris is the capital. It has 2 million people."
 
 
 def cite(n, end, **extra):
-    return {"n": n, "title": f"Source {n}", "url": f"https://example.org/{n}",
-            "cited_text": f"quote {n}", "kind": "web_search", "end": end, **extra}
+    return {
+        "n": n,
+        "title": f"Source {n}",
+        "url": f"https://example.org/{n}",
+        "cited_text": f"quote {n}",
+        "kind": "web_search",
+        "end": end,
+        **extra,
+    }
 
 
 class _Tags(HTMLParser):
@@ -76,7 +83,7 @@ def assert_inert(html: str) -> None:
 def test_markers_go_after_their_characters_and_the_sources_are_listed_in_order():
     meta = {"citations": [cite(2, len(TEXT)), cite(1, len("Paris is the capital."))]}
     html = answer_html(TEXT, meta)
-    assert "capital.<sup class=\"lnb-cite\">[1]</sup> It has" in html
+    assert 'capital.<sup class="lnb-cite">[1]</sup> It has' in html
     assert html.index("[1]</sup>") < html.index("[2]</sup>")
     listed = re.findall(r'<span class="lnb-cite-n">\[(\d)\]</span>', html)
     assert listed == ["1", "2"]
@@ -119,9 +126,18 @@ def test_only_http_urls_become_links(url):
 
 def test_hostile_titles_and_quotes_are_text():
     title = '<img src=x onerror=alert(1)>"><script>alert(2)</script>'
-    meta = {"citations": [{"n": 1, "title": title, "url": 'https://ok.example/"onmouseover=x',
-                           "cited_text": "</q><script>alert(3)</script>", "kind": "document",
-                           "end": 4}]}
+    meta = {
+        "citations": [
+            {
+                "n": 1,
+                "title": title,
+                "url": 'https://ok.example/"onmouseover=x',
+                "cited_text": "</q><script>alert(3)</script>",
+                "kind": "document",
+                "end": 4,
+            }
+        ]
+    }
     html = answer_html(TEXT, meta)
     assert_inert(html)
     assert "&lt;script&gt;alert(2)" in html and "&lt;script&gt;alert(3)" in html
@@ -133,8 +149,18 @@ def test_hostile_titles_and_quotes_are_text():
 
 
 def test_markdown_sources_link_only_http_urls():
-    meta = {"citations": [cite(1, 5), {"n": 2, "title": "Evil](javascript:x) [a", "url":
-                                       "javascript:x", "kind": "url", "end": None}]}
+    meta = {
+        "citations": [
+            cite(1, 5),
+            {
+                "n": 2,
+                "title": "Evil](javascript:x) [a",
+                "url": "javascript:x",
+                "kind": "url",
+                "end": None,
+            },
+        ]
+    }
     md = answer_markdown(TEXT, meta)
     assert md.startswith("Paris<sup>[1]</sup> is")
     assert "- [1] [Source 1](<https://example.org/1>) — “quote 1”" in md
@@ -162,12 +188,17 @@ def test_thinking_words():
 def test_the_markdown_export_folds_the_thinking_and_lists_the_sources():
     branch = Branch(name="b")
     branch.msgs.add_message(instruction="Where?")
-    answer = AssistantResponse(response=TEXT, metadata={
-        "thinking": "Think **hard** <b>x</b>", "thinking_seconds": 2.5,
-        "citations": [cite(1, 5)]})
+    answer = AssistantResponse(
+        response=TEXT,
+        metadata={
+            "thinking": "Think **hard** <b>x</b>",
+            "thinking_seconds": 2.5,
+            "citations": [cite(1, 5)],
+        },
+    )
     branch.msgs.add_message(assistant_response=answer)
     md = markdown_transcript(branch)
-    block = md[md.index("## Assistant"):]
+    block = md[md.index("## Assistant") :]
     assert "<details>\n<summary>Thought for 2.5 s</summary>\n\nThink **hard** &lt;b&gt;x" in block
     assert block.index("</details>") < block.index("Paris<sup>[1]</sup>")
     assert "- [1] [Source 1](<https://example.org/1>)" in block
