@@ -99,7 +99,8 @@ def _with_answer_parts(bundle: dict[str, Any], text: str, answer: Any) -> None:
     metadata = dict(getattr(answer, "metadata", None) or {})
     cited = metadata.get("citations")
     thinking = metadata.get("thinking")
-    thought = isinstance(thinking, str) and bool(thinking.strip())
+    thinking = thinking if isinstance(thinking, str) and thinking.strip() else ""
+    thought = bool(thinking)
     if not cited and not thought:
         return
     if cited and text != getattr(answer, "response", None) and isinstance(cited, list):
