@@ -50,6 +50,9 @@ class LiveThinking:
             return
         from ..tokens import estimate_tokens
 
+        if self.seconds is not None:  # thinking again (after a tool call): a new section
+            self.clear()
+
         if self._t0 is None:
             self._t0, self._started = time.monotonic(), time.time() * 1000
         self._parts.append(fragment)

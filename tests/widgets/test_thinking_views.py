@@ -4,6 +4,7 @@ live, folded once the answer starts, sanitized, bounded, and in the static rende
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 from lion_nb import AssistantResponse, Branch, iModel
 from lion_nb.models.endpoints import emit_text_delta
@@ -179,3 +180,30 @@ def test_chat_streams_the_models_thinking_live():
     assert asyncio.run(run()) == "Done."
     assert seen["running"] and seen["tokens"] > 0
     assert chat.view.thinking_state == {}  # the stream ended: the message is on the branch
+
+
+def test_the_explorer_shows_that_a_turn_thought_and_for_how_long(tmp_path):
+    from lion_nb import Session
+    from lion_nb.widgets import SessionExplorer
+
+    session = Session()
+    branch = _branch_with_answer()
+    session.include_branches(branch)
+    explorer = SessionExplorer(session)
+    explorer.select(branch)
+    (answer,) = [e for e in explorer.view.entries if e["role"] == "assistant"]
+    assert answer["meta"]["thinking"] == "Thought for 3.2 s" and answer["thinking"]["html"]
+    written = explorer.export("markdown", tmp_path / "b.md", branch=branch)
+    markdown = Path(written).read_text(encoding="utf-8")
+    assert "<summary>Thought for 3.2 s</summary>" in markdown and "Paris<sup>[1]</sup>" in markdown
+
+
+def test_thinking_again_after_the_answer_began_starts_a_new_section():
+    turn = TurnWidget("t")
+    turn.start()
+    turn.thinking("first thought")
+    turn.text("calling a tool")
+    turn.thinking("second thought")
+    turn.finish(None)
+    html = turn.thinking_state["html"]
+    assert "second thought" in html and "first thought" not in html
