@@ -8,8 +8,9 @@ chat model. It records and yields the `Instruction` first, then turns the
 provider's `StreamChunk`s into messages, recording each before yielding it:
 
 - ``system`` and ``result`` chunks update the model's provider session id (the next run
-  resumes it); ``thinking`` accumulates into the pending answer's ``metadata["thinking"]``;
-  ``text`` accumulates into the pending answer.
+  resumes it); ``thinking`` accumulates into the pending answer's ``metadata["thinking"]``,
+  how long it took into ``metadata["thinking_seconds"]`` (from the first thinking chunk to
+  the first text chunk, or to the answer's end); ``text`` accumulates into the pending answer.
 - Joining text: ``is_delta`` fragments are concatenated as they come; a full (non-delta) block
   starts a new paragraph, joined to pending text with a blank line (``"\\n\\n"``).
 - The pending answer (text and/or thinking) is recorded as an `AssistantResponse` before a
@@ -374,6 +375,7 @@ class _Turn:
         self.imodel = imodel
         self.text = _Text()
         self.thinking = _Text()
+        self.thought: list[float] = []  # when the pending thinking began (and ended)
         self.requests: dict[str, ActionRequest] = {}
         self.recorded: list[RoledMessage] = []
         self.usage: dict[str, Any] | None = None
@@ -388,8 +390,12 @@ class _Turn:
         if kind in ("system", "result") and chunk.metadata.get("session_id"):
             self.imodel.provider_session_id = str(chunk.metadata["session_id"])
         if kind == "thinking":
+            if chunk.content and not self.thought:
+                self.thought.append(time.monotonic())
             self.thinking.add(chunk.content, chunk.is_delta)
         elif kind == "text":
+            if chunk.content and len(self.thought) == 1:
+                self.thought.append(time.monotonic())  # the answer began: thinking ended
             self.text.add(chunk.content, chunk.is_delta)
         elif kind == "tool_use":
             return [*self.flush(), self._request(chunk)]
@@ -451,6 +457,10 @@ class _Turn:
         metadata: dict[str, Any] = {"model": f"{self.imodel.provider}/{self.imodel.model}"}
         if self.thinking:
             metadata["thinking"] = self.thinking.take()
+            if self.thought:  # from the first thinking chunk to the first text chunk, or now
+                ended = self.thought[1] if len(self.thought) > 1 else time.monotonic()
+                metadata["thinking_seconds"] = round(ended - self.thought[0], 3)
+        self.thought = []
         metadata.update(extra)
         response = AssistantResponse(
             response=self.text.take(),

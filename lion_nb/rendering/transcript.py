@@ -10,7 +10,8 @@ transcript without the store reaching up into the widgets.
   ``metadata["clone_from"]`` on a cloned or forked branch and on each copied message (see
   `lion_nb.widgets._tree` for the fork tree built from it).
 - **Transcript**: one heading per message by role; a tool call with its arguments and result
-  in fenced blocks.
+  in fenced blocks; an answer's thinking folded away in a ``<details>`` before its text, its
+  citations as markers and a list of sources (`answer_parts`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from .answer_parts import answer_markdown, thinking_markdown
 
 __all__ = [
     "BranchStats",
@@ -168,6 +171,14 @@ def _tool_block(request: Any, response: Any) -> list[str]:
     return lines
 
 
+def _thinking_lines(metadata: dict[str, Any]) -> list[str]:
+    """The lines before an answer's text: its thinking, folded away, when it thought."""
+    thinking = metadata.get("thinking")
+    if not isinstance(thinking, str) or not thinking.strip():
+        return []
+    return [thinking_markdown(thinking, metadata.get("thinking_seconds")), ""]
+
+
 def markdown_transcript(
     branch: Any,
     stats: BranchStats | None = None,
@@ -199,7 +210,11 @@ def markdown_transcript(
             continue
         lines += [f"## {_HEADINGS.get(message.kind, message.kind)}", ""]
         text = message.rendered or ""
-        calls = (message.metadata or {}).get("tool_calls") or []
+        metadata = message.metadata or {}
+        if message.kind == "assistant_response":
+            lines += _thinking_lines(metadata)
+            text = answer_markdown(text, metadata)
+        calls = metadata.get("tool_calls") or []
         if not text and calls:
             names = ", ".join(f"`{c.get('name', '?')}`" for c in calls if isinstance(c, dict))
             text = f"*(asked for tools: {names})*"

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "PRELUDE",
     "STATIC",
     "StaticFallback",
     "call_safely",
@@ -31,6 +32,8 @@ __all__ = [
 logger = logging.getLogger("lion_nb.widgets")
 
 STATIC = Path(__file__).parent / "_static"
+#: what every widget's module starts with, in order: the stylesheet's claim, the shared helpers
+PRELUDE = ("_styles.js", "_shared.js")
 
 
 @cache
@@ -54,20 +57,21 @@ def stylesheet_version() -> str:
 
 
 @cache
-def esm(name: str, *, shared: bool = True) -> str:
+def esm(name: str) -> str:
     """The ES module of the widget whose front end is ``_static/<name>``: the stylesheet and
     ``_styles.js``, which puts it in the page (styles are never a widget's saved state, where
-    an older version's would override the running one's); ``_shared.js`` (the drawing helpers
-    widgets share; ``shared=False`` for a module with helpers of its own), then the widget's
-    own file. One string, because anywidget loads each widget as one module: a relative
-    ``import`` would not resolve in JupyterLab, Notebook 7 or an exported page."""
+    an older version's would override the running one's); ``_shared.js``, the drawing helpers
+    every widget uses (``el``, ``icon``, ...), defined there once; then the widget's own file.
+    One string, because anywidget loads each widget as one module: a relative ``import`` would
+    not resolve in JupyterLab, Notebook 7 or an exported page. Every widget is built this one
+    way (tests/widgets/test_front_end.py)."""
     import json
 
-    parts = ["_styles.js", *(["_shared.js"] if shared else []), name]
     prelude = (
         f"const LNB_CSS = {json.dumps(stylesheet())};\n"
         f"const LNB_CSS_VERSION = {json.dumps(stylesheet_version())};\n"
     )
+    parts = [*PRELUDE, name]
     return prelude + "\n".join((STATIC / part).read_text(encoding="utf-8") for part in parts)
 
 

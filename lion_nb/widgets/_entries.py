@@ -18,7 +18,9 @@ An entry is what the front end draws for one item of the conversation:
 
 Rendering is cached per message identity and revision (a message edited in place renders
 again), so a live view pays for each message once. ``meta`` holds the details shown on
-demand: model, tokens, cost, duration and the cell the message came from, where known.
+demand: model, tokens, cost, duration, thinking time and the cell the message came from,
+where known. An answer's citations are in its ``html`` (markers and the list of sources,
+`lion_nb.rendering.answer_parts`); its thinking is ``thinking``: ``{"html", "seconds"}``.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ _ROLES = {
     "action_response": "tool",
 }
 _RESULT_LIMIT = 20_000  # characters of a tool result kept in the view; the branch has it all
+_THINKING_LIMIT = 50_000  # characters of an answer's thinking kept in the view
 
 
 def _markdown(text: str) -> str:
@@ -67,6 +70,15 @@ def message_meta(message: Any) -> dict[str, Any]:
     cost = metadata.get("cost_usd")
     if isinstance(cost, (int, float)):
         meta["cost_usd"] = cost
+    thinking = metadata.get("thinking")
+    if isinstance(thinking, str) and thinking.strip():
+        from ..rendering.answer_parts import thinking_words
+
+        meta["thinking"] = thinking_words(metadata.get("thinking_seconds"))
+    usage = metadata.get("usage")
+    reasoning = usage.get("reasoning_tokens") if isinstance(usage, dict) else None
+    if isinstance(reasoning, int) and reasoning > 0:
+        meta["reasoning_tokens"] = reasoning
     cell = metadata.get("lion")
     if isinstance(cell, dict) and cell.get("execution_count") is not None:
         meta["cell"] = f"[{cell['execution_count']}]"
@@ -114,17 +126,45 @@ def message_entry(message: Any, index: int, response: Any = None) -> dict[str, A
         entry["result"] = _pre(message.rendered)
         entry["html"] = ""
         _tool_origin(entry, message, None)
+    elif kind == "assistant_response":
+        _answer(entry, message)
     else:
         text = message.rendered or ""
         entry["html"] = _markdown(text) if text else ""
-        calls = (message.metadata or {}).get("tool_calls") if kind == "assistant_response" else None
-        if not text and calls:
-            names = ", ".join(escape(str(c.get("name", "?"))) for c in calls)
-            entry["html"] = f"<p><em>asked for tools: {names}</em></p>"
         shown, media = attachments(message)
         if shown:
             entry["attachments"], entry["media"] = shown, media
     return entry
+
+
+def _answer(entry: dict[str, Any], message: Any) -> None:
+    """An answer's text with its citation markers and sources; its thinking, if any, as
+    ``thinking``: ``{"html", "seconds"}`` (shown folded away)."""
+    from ..rendering.answer_parts import answer_html, thinking_html
+
+    metadata = message.metadata or {}
+    text = message.rendered or ""
+    entry["html"] = answer_html(text, metadata, highlight=True) if text else ""
+    thinking = metadata.get("thinking")
+    if isinstance(thinking, str) and thinking.strip():
+        seconds = metadata.get("thinking_seconds")
+        entry["thinking"] = {
+            "html": thinking_html(_cut(thinking, _THINKING_LIMIT)),
+            "seconds": seconds if isinstance(seconds, (int, float)) else None,
+        }
+    calls = metadata.get("tool_calls")
+    if not text and calls:
+        names = ", ".join(escape(str(c.get("name", "?"))) for c in calls)
+        entry["html"] = f"<p><em>asked for tools: {names}</em></p>"
+    shown, media = attachments(message)
+    if shown:
+        entry["attachments"], entry["media"] = shown, media
+
+
+def _cut(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n\n… ({len(text) - limit:,} more characters on the branch)"
 
 
 def attachments(message: Any) -> tuple[list[dict[str, Any]], dict[str, str]]:
@@ -229,7 +269,17 @@ def plain_text(entry: dict[str, Any], message: Any, response: Any = None) -> str
         args = _short(json_text(message.arguments), 120)
         return f"tool {tool_label(entry)}({args}) → {result}"
     extra = attachments_text(entry)
-    return f"{entry['role']}: {message.rendered or ''}" + (f" {extra}" if extra else "")
+    line = f"{entry['role']}: {message.rendered or ''}" + (f" {extra}" if extra else "")
+    if message.kind != "assistant_response":
+        return line
+    from ..rendering.answer_parts import citations_text
+
+    if entry.get("thinking"):  # no duration: static renderings compare equal across runs
+        line = f"{entry['role']}: (thought) {message.rendered or ''}" + (
+            f" {extra}" if extra else ""
+        )
+    sources = citations_text(message.metadata)
+    return f"{line}\n{sources}" if sources else line
 
 
 def _short(text: str, limit: int) -> str:

@@ -1,6 +1,7 @@
 """`TurnSpend`: a turn's model calls summed into one footer line, for both turn views.
 
-model · tokens (cached share) · $ for the turn, then the branch's running total. It reads the
+model · tokens (cached share) · thinking tokens (when the model reported any) · $ for the
+turn, then the branch's running total. It reads the
 ``usage`` and ``cost_usd`` the ledger put in each answer's metadata (ADR-0107), so it needs
 no widget library: the text view of a cell uses it too.
 """
@@ -17,7 +18,7 @@ class TurnSpend:
 
     def __init__(self) -> None:
         self.model = ""
-        self.input = self.output = self.cached = self.calls = 0
+        self.input = self.output = self.cached = self.reasoning = self.calls = 0
         self.usd: float | None = 0.0
         self.note = ""
         self.total: Any = None  # the branch's `Cost`, once the turn has ended
@@ -31,6 +32,7 @@ class TurnSpend:
         self.input += int(usage.get("input_tokens") or 0)
         self.output += int(usage.get("output_tokens") or 0)
         self.cached += int(usage.get("cache_read_tokens") or 0)
+        self.reasoning += int(usage.get("reasoning_tokens") or 0)
         usd = meta.get("cost_usd")
         self.usd = None if usd is None or self.usd is None else self.usd + float(usd)
         self.note = str(meta.get("cache_note") or self.note)
@@ -44,7 +46,8 @@ class TurnSpend:
         tokens = f"{self.input + self.output:,} tokens"
         if self.cached and self.input:
             tokens += f" ({self.cached / self.input:.0%} cached)"
-        parts = [self.model, tokens, format_usd(self.usd, 1)]
+        thought = f"{self.reasoning:,} thinking" if self.reasoning > 0 else ""
+        parts = [self.model, tokens, thought, format_usd(self.usd, 1)]
         total = self.total
         if total is not None:
             parts.append(f"branch {format_usd(total.usd, total.unpriced_calls)}")

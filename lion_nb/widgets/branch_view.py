@@ -13,6 +13,9 @@ that replaced a turn) are picked up by `refresh`.
 
 Screen readers hear the end of a turn once, through `announce` (a polite status region),
 not each streamed chunk: the streamed text is a live region kept ``aria-busy`` while it grows.
+A model's thinking (`stream_thinking`) is a "Thinking" section above the streamed text, open
+while it thinks and folded once the answer starts; a recorded answer shows its thinking
+folded, with how long it took. Citations are markers and a list of sources (`_entries`).
 
 A message's images are drawn from ``data:`` URLs only, each kept once in ``media`` however
 many messages show it; its files are chips (name, kind, pages or size). Nothing is fetched.
@@ -39,6 +42,7 @@ from ._entries import (
     tool_label,
     tool_state,
 )
+from ._thinking import LiveThinking
 from ._throttle import Throttle
 
 __all__ = ["BranchView"]
@@ -60,6 +64,8 @@ class BranchView(StaticFallback, anywidget.AnyWidget):
     page_size = traitlets.Int(50).tag(sync=True)
     following = traitlets.Bool(True).tag(sync=True)
     stream_html = traitlets.Unicode("").tag(sync=True)
+    #: the streamed answer's thinking (`_thinking.LiveThinking.state`), open while it thinks
+    thinking_state = traitlets.Dict().tag(sync=True)
     status = traitlets.Unicode("").tag(sync=True)
     actions = traitlets.List(traitlets.Unicode()).tag(sync=True)
     height = traitlets.Unicode("").tag(sync=True)
@@ -81,6 +87,7 @@ class BranchView(StaticFallback, anywidget.AnyWidget):
         self._throttle = Throttle(self._flush, max_rate)
         self._handlers: dict[str, Callable[[Any], Any]] = {}
         self._stream: list[str] = []
+        self._thinking = LiveThinking()
         self._subscription: Any = None
         self._branch: Any = None
         self.on_msg(self._on_front_end)
@@ -100,6 +107,7 @@ class BranchView(StaticFallback, anywidget.AnyWidget):
             self._subscription.cancel()
         self._branch = branch
         self._stream.clear()
+        self._thinking.clear()
         branch_id = str(branch.id)
 
         def on_message(signal: Any) -> None:
@@ -117,12 +125,21 @@ class BranchView(StaticFallback, anywidget.AnyWidget):
     # -- live text -------------------------------------------------------------------------------
     def stream(self, fragment: str) -> None:
         """Show ``fragment`` after the text streamed so far (a turn in progress)."""
+        if fragment:
+            self._thinking.stop()  # the answer started: its thinking folds away
         self._stream.append(fragment)
         self._throttle.poke()
 
+    def stream_thinking(self, fragment: str) -> None:
+        """Show ``fragment`` of the model's thinking in the live "Thinking" section."""
+        self._thinking.add(fragment)
+        self._throttle.poke()
+
     def end_stream(self) -> None:
-        """The streamed text has become a message (or was abandoned): stop showing it."""
+        """The streamed text has become a message (or was abandoned): stop showing it (the
+        message shows its own thinking)."""
         self._stream.clear()
+        self._thinking.clear()
         self._throttle.flush()
 
     @property
@@ -210,6 +227,9 @@ class BranchView(StaticFallback, anywidget.AnyWidget):
                 self.media = media
             self.entries = entries
             self.stream_html = markdown_html(text) if text else ""  # highlighted once recorded
+            thinking = self._thinking.state()
+            if thinking != self.thinking_state:
+                self.thinking_state = thinking
 
     # -- static renderings -----------------------------------------------------------------------
     def static_text(self) -> str:
@@ -256,4 +276,9 @@ def static_entry_html(entry: dict[str, Any]) -> str:
         )
     extra = attachments_text(entry)
     extra = f"<p><em>{escape(extra)}</em></p>" if extra else ""
-    return f"<div><p><strong>{role}</strong></p>{entry['html']}{extra}</div><hr>"
+    thought = ""
+    if entry.get("thinking"):  # folded away, with no duration: static renderings compare equal
+        from ..rendering.answer_parts import thinking_details_html
+
+        thought = thinking_details_html(entry["thinking"]["html"])
+    return f"<div><p><strong>{role}</strong></p>{thought}{entry['html']}{extra}</div><hr>"

@@ -267,8 +267,9 @@ class Chat(StaticFallback, widgets.VBox):
         view.status = f"running {run.op}…"
         try:
             from ..models.endpoints import streaming_to
+            from ..models.endpoints.base import thinking_to
 
-            with streaming_to(view.stream):
+            with streaming_to(view.stream), thinking_to(_thinking_sink(view)):
                 result = await _call(self.branch, run.op, run.text, run.files)
         except asyncio.CancelledError:
             self._finish(run, "stopped")
@@ -557,6 +558,10 @@ def _recorded_tokens(messages: list[Any]) -> int:
     from ._entries import message_meta
 
     return sum(message_meta(m).get("tokens") or 0 for m in messages)
+
+
+def _thinking_sink(view: BranchView) -> Any:
+    return lambda chunk: view.stream_thinking(chunk.content or "")
 
 
 def _announcement(status: str, new: list[Any]) -> str:

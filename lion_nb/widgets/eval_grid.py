@@ -48,7 +48,7 @@ class EvalGrid(StaticFallback, anywidget.AnyWidget):
     """The grid of ``run`` (an `EvalRun`, live, or a saved one); ``compare``: an earlier
     run whose regressions and fixes to mark (default: the run's own ``changes``)."""
 
-    _esm = esm("eval_grid.js", shared=False)
+    _esm = esm("eval_grid.js")
 
     title = traitlets.Unicode("").tag(sync=True)
     status = traitlets.Unicode("").tag(sync=True)

@@ -50,7 +50,7 @@ class ExplorerTree(anywidget.AnyWidget):
     """The explorer's left pane: search, branch tree, export buttons (state only; the
     `SessionExplorer` answers its messages)."""
 
-    _esm = esm("explorer.js", shared=False)
+    _esm = esm("explorer.js")
 
     title = traitlets.Unicode("").tag(sync=True)
     nodes = traitlets.List(traitlets.Dict()).tag(sync=True)

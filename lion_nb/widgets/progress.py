@@ -54,7 +54,7 @@ def _eta(seconds: float | None) -> str:
 class BatchProgress(StaticFallback, anywidget.AnyWidget):
     """A batch run, live: bar, counts, tokens, cost, ETA, failures, Stop and Retry."""
 
-    _esm = esm("progress.js", shared=False)
+    _esm = esm("progress.js")
 
     title = traitlets.Unicode("").tag(sync=True)
     via = traitlets.Unicode("live").tag(sync=True)

@@ -84,7 +84,7 @@ class SignalLog(StaticFallback, anywidget.AnyWidget):
     default the session's recent ones, when something records them (the notebook does for
     its Session, `lion_nb.protocols.signals.keep_history`)."""
 
-    _esm = esm("signal_log.js", shared=False)
+    _esm = esm("signal_log.js")
 
     title = traitlets.Unicode("").tag(sync=True)
     columns = traitlets.Dict().tag(sync=True)  # the ring by column: {field: [values]}

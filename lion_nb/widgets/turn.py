@@ -1,5 +1,8 @@
 """`TurnWidget`: one turn shown live -- streamed text, tool calls, elapsed time, tokens, Stop.
 
+A model that thinks shows a "Thinking" section first (``thinking_state``): open and growing while it
+thinks, with its time and tokens; folded away, and kept, once the answer starts.
+
 It is what a ``%%lion`` cell shows while its turn runs when a widget front end is present
 (the notebook layer builds it through its view seam; any code running a turn can use it the
 same way: ``start``, ``text``, ``message``, ``finish`` / ``fail``). Text is streamed by
@@ -39,6 +42,7 @@ import traitlets
 from ._base import call_safely, esm
 from ._entries import EntryCache, message_meta
 from ._spend import TurnSpend
+from ._thinking import LiveThinking
 from ._throttle import Throttle
 
 __all__ = ["TurnWidget"]
@@ -60,6 +64,8 @@ class TurnWidget(anywidget.AnyWidget):
     footer = traitlets.Unicode("").tag(sync=True)
     steps = traitlets.List(traitlets.Dict()).tag(sync=True)
     text_html = traitlets.Unicode("").tag(sync=True)
+    #: the model's thinking (`_thinking.LiveThinking.state`): open while it thinks, then folded
+    thinking_state = traitlets.Dict().tag(sync=True)
     stoppable = traitlets.Bool(False).tag(sync=True)
     asks = traitlets.List(traitlets.Dict()).tag(sync=True)  # calls waiting for approval
     #: a budget that stopped the turn: ``{"text", "action"}`` (the button), or empty
@@ -83,6 +89,7 @@ class TurnWidget(anywidget.AnyWidget):
         self._stop = stop
         self._markdown = markdown
         self._text: list[str] = []
+        self._thinking = LiveThinking()
         self._steps: dict[str, dict[str, Any]] = {}
         self._incomplete = False  # the turn recorded an answer cut short
         self._cache = EntryCache(size=64)
@@ -107,7 +114,14 @@ class TurnWidget(anywidget.AnyWidget):
             self.status = "running"
 
     def text(self, fragment: str) -> None:
+        if fragment:
+            self._thinking.stop()  # the answer started: the thinking folds away
         self._text.append(fragment)
+        self._throttle.poke()
+
+    def thinking(self, fragment: str) -> None:
+        """One fragment of the model's thinking, shown live in the "Thinking" section."""
+        self._thinking.add(fragment)
         self._throttle.poke()
 
     def message(self, message: Any) -> None:
@@ -133,6 +147,9 @@ class TurnWidget(anywidget.AnyWidget):
             self.footer = self._spend.line()
             if not self._text and message.response:
                 self._text.append(message.response)  # a model that does not stream text
+            thought = (message.metadata or {}).get("thinking")
+            if not self._thinking and isinstance(thought, str) and thought.strip():
+                self._thinking.whole(thought, (message.metadata or {}).get("thinking_seconds"))
         else:
             return
         self._throttle.poke()
@@ -245,6 +262,7 @@ class TurnWidget(anywidget.AnyWidget):
 
     # -- internals -------------------------------------------------------------------------------
     def _end(self, status: str) -> None:
+        self._thinking.stop()
         with self.hold_sync():
             self.elapsed = round(time.monotonic() - self._t0, 2) if self._t0 else 0.0
             self.running = False
@@ -276,6 +294,9 @@ class TurnWidget(anywidget.AnyWidget):
         with self.hold_sync():
             self.steps = sorted(self._steps.values(), key=lambda e: e["index"])
             self.text_html = html
+            thinking = self._thinking.state()
+            if thinking != self.thinking_state:
+                self.thinking_state = thinking
 
     @property
     def streamed_text(self) -> str:

@@ -10,6 +10,9 @@ Dark theme, usable from the keyboard, named for a screen reader (``tests/browser
   turn's end once (not each chunk). Send and Stop give the focus back to the box.
 - A ``%%lion`` turn: Esc in its view stops it within 1 s and keeps what was received.
 - The explorer's tree moves with the arrow keys while JupyterLab's active cell stays put.
+- A thinking model in `Chat`: the live "Thinking" section, then the answer's folded thinking
+  (opened with Enter) and its sources, pass the contrast, axe, naming and focus-ring checks
+  in Light and Dark.
 """
 
 from __future__ import annotations
@@ -423,3 +426,82 @@ def test_attach_a_file_from_the_keyboard_and_attachments_read_in_both_themes(
         nameless, glyphs = unnamed_controls(page)
         assert nameless == [] and glyphs == [], theme
         screenshot(page, f"a11y-attach-{theme.split()[-1].lower()}", element=out)
+
+
+THINKING_CHAT = """\
+import pathlib
+from lion_nb.models.endpoints import ModelResponse, emit_text_delta
+from lion_nb.models.endpoints.base import emit_thinking_delta
+
+GATE = pathlib.Path({gate!r})
+THOUGHT = "Weighing **both** sources before answering."
+
+async def think(messages, **_):
+    for word in THOUGHT.split(" "):
+        emit_thinking_delta(word + " ")
+    while not GATE.exists():  # the test has seen the thinking live
+        await asyncio.sleep(0.05)
+    emit_text_delta("Lyon is second. ")
+    return ModelResponse(text="Lyon is second.", metadata={{
+        "thinking": THOUGHT, "thinking_seconds": 12.3,
+        "citations": [{{"n": 1, "title": "Census", "url": "https://census.example/fr",
+                        "cited_text": "Lyon", "kind": "document", "end": 4}}]}})
+
+sage = Branch(name="sage", chat_model=iModel(provider="offline", model="function",
+                                             function=think))
+Chat(sage)
+"""
+
+
+def test_thinking_in_the_chat_reads_in_light_and_dark(light_again, jupyter_server):
+    """The Chat's live "Thinking" section and a recorded answer's folded thinking and sources
+    pass the same checks as every widget: contrast, axe, named controls, focus rings."""
+    import uuid
+
+    page = light_again
+    gate = jupyter_server.root / f"go-{uuid.uuid4().hex}"
+    notebook = new_notebook(SETUP, THINKING_CHAT.format(gate=str(gate)))
+    open_notebook(page, jupyter_server, "chat-thinking.ipynb", notebook)
+    run_cell(page, 0)
+    run_cell(page, 1)
+    out = cell_output(page, 1)
+    box = out.get_by_role("textbox", name="message to sage")
+    box.wait_for(timeout=30_000)
+    box.fill("Second city?")
+    box.press("Enter")
+    live = out.locator(".lnb-view > .lnb-thinking")
+    live.locator(".lnb-thinking-text").get_by_text("sources before").wait_for(timeout=30_000)
+    toggle = live.locator(".lnb-thinking-toggle")
+    assert toggle.get_attribute("aria-expanded") == "true"
+    for theme in ("JupyterLab Dark", "JupyterLab Light"):
+        set_theme(page, theme)
+        measured = [m for m in text_contrast(page) if m["widget"] == "lnb-chat"]
+        assert any(m["where"].startswith("lnb-thinking") for m in measured), measured
+        assert _worst(measured) == [], theme
+        assert axe_violations(page) == [], theme
+    gate.write_text("go")
+    out.locator(".lnb-view .lnb-status").get_by_text("done").wait_for(timeout=30_000)
+    assert live.is_hidden()  # the stream ended: the answer shows its own thinking
+    entry = out.locator(".lnb-entry.lnb-role-assistant").last
+    folded = entry.locator(".lnb-thinking-toggle")
+    assert folded.get_attribute("aria-expanded") == "false"
+    assert folded.inner_text().endswith("Thought for 12 s")
+    folded.focus()
+    page.keyboard.press("Enter")
+    assert folded.get_attribute("aria-expanded") == "true"
+    assert entry.locator(".lnb-citations a").get_attribute("rel") == "noopener noreferrer"
+    for theme in ("JupyterLab Dark", "JupyterLab Light"):
+        set_theme(page, theme)
+        measured = [m for m in text_contrast(page) if m["widget"] == "lnb-chat"]
+        wheres = {m["where"].split()[0] for m in measured}
+        assert {"lnb-thinking-label", "lnb-cite-n", "lnb-cite-kind"} <= wheres, wheres
+        assert _worst(measured) == [], theme
+        assert axe_violations(page) == [], theme
+        nameless, glyphs = unnamed_controls(page)
+        assert nameless == [] and glyphs == [], theme
+        rings = focus_rings(page, out.locator(".lnb-view .lnb-list"), presses=8)
+        assert any("Thought for" in r["control"] for r in rings), rings
+        assert [r for r in rings if r["width"] < 2 or r["ratio"] < 3] == [], theme
+        screenshot(page, f"a11y-chat-thinking-{theme.split()[-1].lower()}", element=out)
+    named = controls_named(page)
+    assert any(line.startswith('- button "Thought for 12 s"') for line in named), named

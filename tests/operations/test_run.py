@@ -250,9 +250,20 @@ def test_thinking_accumulates_into_the_answer_metadata():
             text("Done."),
         ]
     )
+    import time
+
+    began = time.monotonic()
     (_, answer) = collect(branch)
+    took = time.monotonic() - began
     assert answer.response == "Done."
     assert answer.metadata["thinking"] == "Let me think."
+    seconds = answer.metadata["thinking_seconds"]  # first thinking chunk to first text chunk
+    assert isinstance(seconds, float) and 0 <= seconds <= took
+
+
+def test_an_answer_without_thinking_records_no_thinking_time():
+    (_, answer) = collect(make_branch([text("Plain.")]))
+    assert "thinking" not in answer.metadata and "thinking_seconds" not in answer.metadata
 
 
 def test_text_deltas_concatenate_and_full_blocks_join_as_paragraphs():

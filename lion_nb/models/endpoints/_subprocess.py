@@ -47,7 +47,7 @@ from ..clean import loads
 from ..secrets import redact
 from ..stream import StreamChunk
 from ._process import LIVE_GROUPS, StderrTail, kill_group, stop_group
-from .base import CLIEndpoint, CLIRequest, emit_text_delta
+from .base import CLIEndpoint, CLIRequest, emit_text_delta, emit_thinking_delta
 
 __all__ = [
     "ChunkTranslator",
@@ -472,6 +472,8 @@ class SubprocessCLIEndpoint(CLIEndpoint):
             self.session_id = session_id
         if chunk.type == "text" and chunk.content:
             emit_text_delta(chunk.content)
+        elif chunk.type == "thinking" and chunk.content:
+            emit_thinking_delta(chunk.content)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.model!r}, cli_path={self.cli_path!r})"

@@ -169,6 +169,7 @@ async def execute_shown(plan: TurnPlan, view: Any, session: Any) -> Any:
 async def execute(plan: TurnPlan, view: Any, session: Any) -> Any:
     """Run ``plan``, reporting to ``view`` (already started). Returns the turn's result."""
     from ...models.endpoints import streaming_to
+    from ...models.endpoints.base import thinking_to
     from ...protocols.signals import MessageAdded
     from ...session.budget import budget_scope
 
@@ -186,6 +187,7 @@ async def execute(plan: TurnPlan, view: Any, session: Any) -> Any:
 
         with (
             streaming_to(view.text),
+            thinking_to(_thinking_sink(view)),
             _model_for_turn(branch, plan.model),
             _tools_for_turn(branch, plan.tools),
             budget_scope(_cell_meter(plan), "cell"),
@@ -207,6 +209,12 @@ async def execute(plan: TurnPlan, view: Any, session: Any) -> Any:
         checkpoint(session)  # the tags reach the session store now, not after the cell
     view.finish(result)
     return result
+
+
+def _thinking_sink(view: Any) -> Any:
+    """Where the model's thinking goes: the view's ``thinking``, if it has one."""
+    show = getattr(view, "thinking", None)
+    return (lambda chunk: show(chunk.content or "")) if callable(show) else None
 
 
 def _cell_meter(plan: TurnPlan) -> Any:

@@ -242,7 +242,12 @@ class SafeView(TurnView):
     def text(self, fragment: str) -> None:
         self._call("text", fragment)
 
+    def thinking(self, fragment: str) -> None:
+        self._call("thinking", fragment)
+
     def message(self, message: Any) -> None:
+        if getattr(message, "kind", "") == "assistant_response":
+            self.info.answer = message  # its thinking and citations go with the shown answer
         self._call("message", message)
 
     def finish(self, result: Any) -> None:

@@ -38,6 +38,8 @@ class TurnInfo:
     #: ``(error, view)`` -> a `resume.BudgetOffer` to raise the budget that ended the turn and
     #: continue it in ``view``, or ``None`` (another error); set by the runner
     budget_offer: Callable[[BaseException, Any], Any] | None = None
+    #: the turn's last recorded answer (its thinking and citations go with the shown answer)
+    answer: Any = None
 
 
 class TurnView:
@@ -49,6 +51,9 @@ class TurnView:
     def start(self) -> None: ...
 
     def text(self, fragment: str) -> None: ...
+
+    def thinking(self, fragment: str) -> None:
+        """A fragment of the model's thinking (a view that shows none ignores it)."""
 
     def message(self, message: Any) -> None: ...
 
@@ -63,6 +68,8 @@ def show_answer(result: Any, info: TurnInfo, *, into: Any = None) -> None:
     from .output_formats import mime_bundle
 
     bundle = mime_bundle(result, info.fmt)
+    if info.answer is not None and info.fmt == "markdown" and isinstance(result, str):
+        _with_answer_parts(bundle, result, info.answer)
     if info.note:  # e.g. where a re-run kept the earlier turn
         bundle["text/plain"] = f"[{info.note}]\n{bundle.get('text/plain', '')}"
         if "text/html" in bundle:
@@ -76,6 +83,35 @@ def show_answer(result: Any, info: TurnInfo, *, into: Any = None) -> None:
             display(bundle, raw=True)
     except Exception:
         logger.warning("could not display the answer", exc_info=True)
+
+
+def _with_answer_parts(bundle: dict[str, Any], text: str, answer: Any) -> None:
+    """The answer's thinking (folded; no duration, so executed notebooks compare equal) and
+    its citations, in the shown answer. Markers only where ``text`` is the answer's own text
+    (their offsets are into it); the list of sources either way."""
+    from ...rendering.answer_parts import (
+        answer_html,
+        citations_text,
+        thinking_details_html,
+        thinking_html,
+    )
+
+    metadata = dict(getattr(answer, "metadata", None) or {})
+    cited = metadata.get("citations")
+    thinking = metadata.get("thinking")
+    thinking = thinking if isinstance(thinking, str) and thinking.strip() else ""
+    thought = bool(thinking)
+    if not cited and not thought:
+        return
+    if cited and text != getattr(answer, "response", None) and isinstance(cited, list):
+        metadata["citations"] = [{**c, "end": None} for c in cited if isinstance(c, dict)]
+    html = answer_html(text, metadata)
+    if thought:
+        html = thinking_details_html(thinking_html(thinking)) + html
+    bundle["text/html"] = html
+    sources = citations_text(metadata)
+    if sources:
+        bundle["text/plain"] = f"{bundle.get('text/plain', '')}\n\n{sources}"
 
 
 def note_html(note: str) -> str:

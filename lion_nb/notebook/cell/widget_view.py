@@ -49,6 +49,9 @@ class WidgetView(TurnView):
     def text(self, fragment: str) -> None:
         self.widget.text(fragment)
 
+    def thinking(self, fragment: str) -> None:
+        self.widget.thinking(fragment)
+
     def message(self, message: Any) -> None:
         self.widget.message(message)
 

@@ -420,10 +420,21 @@ def _history(magics: Any, args: Any) -> Table:
                 "#": i,
                 "cell": _cell_label(tag),
                 "kind": m.kind,
-                "text": _short(m.rendered, 100),
+                "text": _thought(m) + _short(m.rendered, 100),
             }
         )
     return Table(["#", "cell", "kind", "text"], rows, title=f"history of `{branch.name}`")
+
+
+def _thought(message: Any) -> str:
+    """``[Thought for 3.2 s] `` before an answer whose model thought ("" otherwise)."""
+    metadata = message.metadata or {}
+    thinking = metadata.get("thinking")
+    if message.kind != "assistant_response" or not (isinstance(thinking, str) and thinking):
+        return ""
+    from ...rendering.answer_parts import thinking_words
+
+    return f"[{thinking_words(metadata.get('thinking_seconds'))}] "
 
 
 def _cell_label(tag: Any) -> Any:

@@ -1,12 +1,15 @@
 // BranchView's front end: draws the window of entries the kernel sends.
 // Every `html`, `arguments` and `result` string was rendered and sanitized in the kernel;
-// every other string is set as text, never as HTML.
+// every other string is set as text, never as HTML. An answer's thinking is a folded section
+// (`thinkingSection`, in _shared.js); the streamed answer's thinking is one, live.
 
 const META_LABELS = {
   model: "model",
   tokens: "tokens",
   cost_usd: "cost (USD)",
   duration: "duration (s)",
+  thinking: "thinking",
+  reasoning_tokens: "thinking tokens",
   cell: "cell",
   created: "time",
   kind: "kind",
@@ -50,8 +53,6 @@ function drawAttachments(items, media) {
   return box;
 }
 
-let uid = 0; // ids for aria-controls, unique in the page
-
 // `open`: the ids of entries whose details (or tool call) the reader opened; kept across
 // redraws, which replace every entry.
 function drawEntry(model, entry, open) {
@@ -68,7 +69,7 @@ function drawEntry(model, entry, open) {
   info.dataset.control = "details";
   info.setAttribute("aria-label", `details of ${where}`);
   const meta = details(entry.meta || {});
-  meta.id = `lnb-details-${(uid += 1)}`;
+  meta.id = uniqueId("lnb-details");
   info.setAttribute("aria-controls", meta.id);
   const showDetails = (shown) => {
     meta.hidden = !shown;
@@ -111,6 +112,15 @@ function drawEntry(model, entry, open) {
   } else {
     head.append(el("span", "lnb-role", entry.role));
     node.append(head);
+    if (entry.thinking) { // a recorded answer's thinking: folded unless the reader opened it
+      const key = `thinking:${entry.id}`;
+      const thought = thinkingSection(null, (shown) => {
+        if (shown) open.add(key);
+        else open.delete(key);
+      });
+      thought.update({ ...entry.thinking, running: false }, open.has(key));
+      node.append(thought.box);
+    }
     const body = el("div", "lnb-body");
     body.innerHTML = entry.html;
     node.append(body);
@@ -169,7 +179,10 @@ function render({ model, el: root }) {
   live.setAttribute("role", "status");
   live.setAttribute("aria-live", "polite");
   live.setAttribute("aria-atomic", "true");
-  view.append(head, more, list, stream, latest, live);
+  // The streamed answer's thinking, above it: open while the model thinks, then folded.
+  const thinking = thinkingSection((words) => { live.textContent = words; });
+  let thinkingTimer = null;
+  view.append(head, more, list, thinking.box, stream, latest, live);
   root.append(view);
   const open = new Set();
 
@@ -207,6 +220,16 @@ function render({ model, el: root }) {
     stream.innerHTML = html;
   }
 
+  function drawThinking() {
+    const state = model.get("thinking_state");
+    thinking.update(state);
+    if (state.running && thinkingTimer === null) thinkingTimer = setInterval(thinking.tick, 100);
+    if (!state.running && thinkingTimer !== null) {
+      clearInterval(thinkingTimer);
+      thinkingTimer = null;
+    }
+  }
+
   function announce() {
     live.textContent = model.get("announcement");
   }
@@ -221,11 +244,15 @@ function render({ model, el: root }) {
   model.on("change:actions", draw);
   model.on("change:following", draw);
   model.on("change:stream_html", drawStream);
+  model.on("change:thinking_state", drawThinking);
   model.on("change:status", drawStatus);
   model.on("change:announcement", announce);
   draw();
+  drawThinking();
   drawStatus();
   return () => {
+    if (thinkingTimer !== null) clearInterval(thinkingTimer);
+    model.off("change:thinking_state", drawThinking);
     model.off("change:entries", draw);
     model.off("change:media", draw);
     model.off("change:total", draw);

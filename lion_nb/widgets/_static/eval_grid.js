@@ -8,13 +8,6 @@ const WORD = { pass: "passed", fail: "failed", flaky: "flaky", pending: "not all
 const CHANGE = { down: " ↓", up: " ↑" };
 const CHANGE_WORD = { down: ", regressed", up: ", fixed" };
 
-function el(tag, cls, text) {
-  const node = document.createElement(tag);
-  if (cls) node.className = cls;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
-
 function shown(row, mode) {
   if (mode === "differences") {
     const states = new Set(row.map((c) => c[0]));

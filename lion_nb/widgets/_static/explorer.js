@@ -2,19 +2,6 @@
 // Result snippets are escaped in the kernel (the match wrapped in <mark>); every other
 // string is set as text. Clicks go to the kernel, which owns the selection.
 
-function el(tag, cls, text) {
-  const node = document.createElement(tag);
-  if (cls) node.className = cls;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
-
-function plural(n, noun) {
-  return `${n} ${noun}${n === 1 ? "" : "s"}`;
-}
-
-let uid = 0; // ids for aria-labelledby, unique in the page
-
 // One branch as a WAI-ARIA `treeitem`: the <li> holds the focus (a roving tabindex) and its
 // sub-branches' `group`; `.lnb-node` inside is the row a pointer clicks.
 function nodeItem(model, node, depth) {
@@ -41,7 +28,7 @@ function nodeItem(model, node, depth) {
   usage.push(`cost ${node.cost}`);
   const models = el("span", "lnb-node-models", (node.models || []).join(", "));
   const spend = el("span", "lnb-node-usage", usage.join(" · "));
-  const id = `lnb-node-${(uid += 1)}`;
+  const id = uniqueId("lnb-node");
   name.id = `${id}-name`;
   meta.id = `${id}-meta`;
   models.id = `${id}-models`;

@@ -1,20 +1,6 @@
 // BatchProgress's front end: a batch run's bar, counts, failures, Stop and Retry failed.
 // Every string is set as text; nothing here is HTML.
 
-function el(tag, cls, text) {
-  const node = document.createElement(tag);
-  if (cls) node.className = cls;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
-
-// A glyph beside a button's word: seen, not read (the button's name is the word alone).
-function icon(glyph) {
-  const node = el("span", "lnb-icon", glyph);
-  node.setAttribute("aria-hidden", "true");
-  return node;
-}
-
 function render({ model, el: root }) {
   const box = el("div", "lnb-progress");
   const head = el("div", "lnb-progress-head");

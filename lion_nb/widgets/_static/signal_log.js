@@ -6,13 +6,6 @@
 // with `content-visibility: auto`, not a <table>: measured in Chromium, laying out a
 // 1,000-row table took 10x longer, since a table lays out every row, even off screen.
 
-function el(tag, cls, text) {
-  const node = document.createElement(tag);
-  if (cls) node.className = cls;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
-
 function duration(value) {
   return typeof value === "number" ? `${value.toFixed(value < 10 ? 2 : 1)} s` : "";
 }

@@ -1,5 +1,6 @@
 // TurnWidget's front end: a live turn with its tool calls, streamed text, a Stop button,
-// calls waiting for approval, a budget that stopped the turn and the cost footer.
+// calls waiting for approval, a budget that stopped the turn, the cost footer and the model's
+// thinking (`thinkingSection`, open while it thinks, folded once the answer starts).
 // `text_html`, `arguments` and `result` were sanitized in the kernel; other strings are text.
 // Keyboard: Esc anywhere in the turn (the box takes focus when clicked) stops it, as Stop
 // does; when Stop disappears under the focus, the focus stays on the turn's box. A screen
@@ -79,9 +80,7 @@ function render({ model, el: root }) {
   const tokens = el("span", "lnb-turn-tokens");
   const stop = el("button", "lnb-stop");
   stop.type = "button";
-  const icon = el("span", "lnb-icon", "■");
-  icon.setAttribute("aria-hidden", "true");
-  stop.append(icon, "Stop");
+  stop.append(icon("■"), "Stop");
   stop.title = "Stop this turn (what was received so far is kept); Esc does the same";
   stop.setAttribute("aria-keyshortcuts", "Escape");
   head.append(label, status, clock, tokens, stop);
@@ -111,7 +110,8 @@ function render({ model, el: root }) {
   const attached = el("div", "lnb-attachments");
   attached.setAttribute("role", "list");
   attached.setAttribute("aria-label", "attachments");
-  box.append(head, note, attached, steps, asks, text, budget, footer, live);
+  const thinking = thinkingSection((words) => { live.textContent = words; });
+  box.append(head, note, attached, steps, asks, thinking.box, text, budget, footer, live);
   box.tabIndex = -1;
   box.setAttribute("role", "group");
   root.append(box);
@@ -141,6 +141,7 @@ function render({ model, el: root }) {
       ? (Date.now() - model.get("started")) / 1000
       : model.get("elapsed");
     clock.textContent = seconds > 0 ? ` · ${seconds.toFixed(1)} s` : "";
+    thinking.tick();
   }
   function drawHead() {
     label.textContent = model.get("head");
@@ -224,6 +225,9 @@ function render({ model, el: root }) {
     text.innerHTML = model.get("text_html");
     text.hidden = !model.get("text_html");
   }
+  function drawThinking() {
+    thinking.update(model.get("thinking_state"));
+  }
   function drawAttached() {
     const items = model.get("attachments");
     attached.replaceChildren(...attachmentCells(items, model.get("media")));
@@ -237,8 +241,10 @@ function render({ model, el: root }) {
   model.on("change:steps", drawSteps);
   model.on("change:asks", drawAsks);
   model.on("change:text_html", drawText);
+  model.on("change:thinking_state", drawThinking);
   model.on("change:footer", drawFooter);
   model.on("change:budget", drawBudget);
+  drawThinking();
   drawHead();
   drawSteps();
   drawAsks();
@@ -251,6 +257,7 @@ function render({ model, el: root }) {
     model.off("change:steps", drawSteps);
     model.off("change:asks", drawAsks);
     model.off("change:text_html", drawText);
+    model.off("change:thinking_state", drawThinking);
     model.off("change:footer", drawFooter);
     model.off("change:budget", drawBudget);
     model.off("change:attachments", drawAttached);
