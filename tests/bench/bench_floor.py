@@ -81,7 +81,7 @@ def floor_adapter() -> Any:
         )
         for cls in (System, Instruction, AssistantResponse, ActionRequest, ActionResponse)
     ]
-    union = Union[tuple(plain)]  # type: ignore[valid-type]  # noqa: UP007
+    union = Union[tuple(plain)]  # type: ignore[valid-type]
     return TypeAdapter(list[Annotated[union, Field(discriminator="kind")]])
 
 
