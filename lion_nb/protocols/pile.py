@@ -36,6 +36,22 @@ def _accepts(item_type: type | tuple[type, ...] | None, items: list[Any]) -> boo
     return True
 
 
+def _names_in_order(order: list[Any], ids: list[UUID]) -> bool:
+    """Whether ``order`` is ``ids`` written as id strings of 32 hex digits and hyphens, one
+    by one (as `UUID` reads them), compared as one run of bytes: formatting or parsing
+    each id is a Python call, more than the whole comparison."""
+    if not all(s.__class__ is str for s in order):
+        return False
+    digits = [s.replace("-", "") for s in order]
+    if set(map(len, digits)) != {32}:
+        return False
+    try:
+        saved = bytes.fromhex("".join(digits))
+    except ValueError:  # not hex: the slow path names the culprit
+        return False
+    return saved == b"".join([uid.int.to_bytes(16, "big") for uid in ids])
+
+
 class Pile(Generic[T]):
     """Ordered, typed, id-keyed items. ``item_type`` (a class or tuple) is checked on add."""
 
@@ -91,11 +107,7 @@ class Pile(Generic[T]):
             order = progression.get("order") or []
         ids = [item.id for item in items]
         found = dict(zip(ids, items, strict=True))
-        same = order is None or (
-            len(order) == len(ids)
-            and all(s.__class__ is str for s in order)
-            and [s.replace("-", "") for s in order] == [f"{uid.int:032x}" for uid in ids]
-        )
+        same = order is None or (len(order) == len(ids) and _names_in_order(order, ids))
         if len(found) != len(ids) or not same or not _accepts(item_type, items):
             loaded = Progression.from_dict(progression) if progression is not None else None
             return cls(items, item_type=item_type, progression=loaded)
