@@ -105,10 +105,10 @@ class Pile(Generic[T]):
             ):
                 Progression.from_dict(progression)  # raises its error
             order = progression.get("order") or []
-        ids = [item.id for item in items]
-        found = dict(zip(ids, items, strict=True))
+        found = {item.id: item for item in items}
+        ids = list(found)  # the items' ids in their order, when none is there twice
         same = order is None or (len(order) == len(ids) and _names_in_order(order, ids))
-        if len(found) != len(ids) or not same or not _accepts(item_type, items):
+        if len(found) != len(items) or not same or not _accepts(item_type, items):
             loaded = Progression.from_dict(progression) if progression is not None else None
             return cls(items, item_type=item_type, progression=loaded)
         made = cls.__new__(cls)
