@@ -67,20 +67,30 @@ def clean_data(value: Any) -> Any:
     return _walk(value, values) if _dirty(value, values) else value
 
 
-def clean_fields(fields: dict[str, Any], skip: frozenset[str] = frozenset()) -> None:
+def clean_fields(
+    fields: dict[str, Any],
+    skip: frozenset[str] = frozenset(),
+    values: tuple[str, ...] | None = None,
+) -> None:
     """`clean_data` on each value of ``fields`` (an object's ``__dict__``) but those named in
-    ``skip``, in place: what a model validator calls, once per object made."""
-    values = scrub_values()
+    ``skip``, in place: what a model validator calls, once per object made. ``values`` are
+    `scrub_values()` when the caller fetched them once for many objects."""
+    if values is None:
+        values = scrub_values()
     for name, value in fields.items():
-        kind = value.__class__
-        if kind in _KEPT or name in skip:
+        if value is None:  # most fields: passed at the cost of one comparison
             continue
-        if kind is str:  # most fields: looked at here, without a call
-            if value.isascii() and (not values or len(value) < MIN_SCRUB):
+        kind = value.__class__
+        if kind in _KEPT:
+            continue
+        if kind is str:  # most others: looked at here, without a call
+            if (value.isascii() and (not values or len(value) < MIN_SCRUB)) or name in skip:
                 continue
             text = _text(value, values)
             if text is not value:
                 fields[name] = text
+        elif name in skip:
+            continue
         elif (value or kind is not dict) and _dirty(value, values):
             fields[name] = _walk(value, values)
 

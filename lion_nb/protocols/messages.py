@@ -25,9 +25,17 @@ from enum import Enum
 from typing import Annotated, Any, ClassVar, Literal, Union
 from uuid import UUID, uuid4
 
-from pydantic import ConfigDict, Field, TypeAdapter, field_validator, model_validator
+from pydantic import (
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from ..models.clean import clean_data, clean_fields
+from ..models.secrets import scrub_values
 from .element import Element
 
 __all__ = [
@@ -57,6 +65,7 @@ MUTATIONS = [0]
 
 _PLAIN = (str, int, float, bool, type(None))
 _NOT_TEXT = frozenset({"id", "created_at", "kind"})  # fields no outside text reaches
+_SCRUB = "lion_nb.scrub_values"  # a batch load's validation context: the secrets to mask
 
 
 def _to_text(value: Any) -> str:
@@ -96,9 +105,12 @@ class RoledMessage(Element):
         return str(v)
 
     @model_validator(mode="after")
-    def _clean(self) -> RoledMessage:
-        """Lone surrogates replaced and known secrets masked in every field (see above)."""
-        clean_fields(self.__dict__, _NOT_TEXT)
+    def _clean(self, info: ValidationInfo) -> RoledMessage:
+        """Lone surrogates replaced and known secrets masked in every field (see above); a
+        batch load looks the secrets up once and passes them in its validation context."""
+        context = info.context
+        values = context.get(_SCRUB) if context.__class__ is dict else None
+        clean_fields(self.__dict__, _NOT_TEXT, values)
         return self
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -343,7 +355,9 @@ def load_message(data: dict[str, Any] | RoledMessage) -> RoledMessage:
 
 def load_messages(data: list[dict[str, Any]]) -> list[RoledMessage]:
     """Many saved messages at once (one validation pass, much faster than one by one)."""
-    messages: list[RoledMessage] = _adapter(True).validate_python(data)
+    messages: list[RoledMessage] = _adapter(True).validate_python(
+        data, context={_SCRUB: scrub_values()}
+    )
     return messages
 
 

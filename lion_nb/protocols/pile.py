@@ -24,6 +24,34 @@ T = TypeVar("T", bound=Element)
 _ACCEPTED: dict[Any, set[type]] = {}
 
 
+def _accepts(item_type: type | tuple[type, ...] | None, items: list[Any]) -> bool:
+    """Whether a Pile of ``item_type`` takes every one of ``items`` (see `Pile.append`)."""
+    if item_type is None:
+        return True
+    accepted = _ACCEPTED.setdefault(item_type, set())
+    for kind in {item.__class__ for item in items} - accepted:
+        if not issubclass(kind, item_type):
+            return False
+        accepted.add(kind)
+    return True
+
+
+def _names_in_order(order: list[Any], ids: list[UUID]) -> bool:
+    """Whether ``order`` is ``ids`` written as id strings of 32 hex digits and hyphens, one
+    by one (as `UUID` reads them), compared as one run of bytes: formatting or parsing
+    each id is a Python call, more than the whole comparison."""
+    if not all(s.__class__ is str for s in order):
+        return False
+    digits = [s.replace("-", "") for s in order]
+    if set(map(len, digits)) != {32}:
+        return False
+    try:
+        saved = bytes.fromhex("".join(digits))
+    except ValueError:  # not hex: the slow path names the culprit
+        return False
+    return saved == b"".join([uid.int.to_bytes(16, "big") for uid in ids])
+
+
 class Pile(Generic[T]):
     """Ordered, typed, id-keyed items. ``item_type`` (a class or tuple) is checked on add."""
 
@@ -53,6 +81,40 @@ class Pile(Generic[T]):
                     f"(it has {len(progression)} entries, {len(set(progression))} distinct)"
                 )
             self.progression = progression.copy()
+
+    @classmethod
+    def of_loaded(
+        cls,
+        items: list[T],
+        *,
+        item_type: type | tuple[type, ...] | None = None,
+        progression: Any = None,
+    ) -> Pile[T]:
+        """A Pile of freshly loaded ``items`` in a saved order (``progression``: a serialized
+        Progression, or None for the items' own order), exactly as ``Pile(items,
+        progression=Progression.from_dict(progression))`` makes it, errors included.
+
+        Loading a long history is then one pass over the items: when the saved order is the
+        items' own order as canonical id strings (what ``to_dict`` writes), it is checked by
+        comparing texts, and the id index is built once and shared with the progression (an
+        id's hash is a Python call)."""
+        order = None
+        if progression is not None:
+            if not isinstance(progression, dict) or not isinstance(
+                progression.get("order", []), list
+            ):
+                Progression.from_dict(progression)  # raises its error
+            order = progression.get("order") or []
+        found = {item.id: item for item in items}
+        ids = list(found)  # the items' ids in their order, when none is there twice
+        same = order is None or (len(order) == len(ids) and _names_in_order(order, ids))
+        if len(found) != len(items) or not same or not _accepts(item_type, items):
+            loaded = Progression.from_dict(progression) if progression is not None else None
+            return cls(items, item_type=item_type, progression=loaded)
+        made = cls.__new__(cls)
+        made.item_type, made._items = item_type, found
+        made.progression = Progression._of_unique(ids, dict.fromkeys(found, 1))
+        return made
 
     # -- adding and removing -------------------------------------------------------------
     def append(self, item: T) -> None:

@@ -27,6 +27,14 @@ class Progression:
         for uid in self.order:
             self._members[uid] = self._members.get(uid, 0) + 1
 
+    @classmethod
+    def _of_unique(cls, order: list[UUID], members: dict[UUID, int]) -> Progression:
+        """A progression over ``order``, ids known to be distinct, with ``members`` their
+        counts already built (a Pile makes both from its items without hashing twice)."""
+        made = cls.__new__(cls)
+        made.order, made._members, made.version = order, members, 0
+        return made
+
     def append(self, ref: IDLike) -> None:
         uid = to_id(ref)
         self.order.append(uid)

@@ -746,15 +746,8 @@ def _load_message_pile(data: Any) -> Pile[RoledMessage]:
             f"{first.get('msg')}. Each message needs a `kind` (system, instruction, "
             "assistant_response, action_request, action_response) and that kind's fields."
         ) from exc
-    from ..protocols.progression import Progression
-
-    prog = data.get("progression")
     try:
-        pile = Pile(
-            items,
-            item_type=RoledMessage,
-            progression=Progression.from_dict(prog) if prog is not None else None,
-        )
+        pile = Pile.of_loaded(items, item_type=RoledMessage, progression=data.get("progression"))
     except ValueError as exc:
         raise ConfigurationError(
             "A serialized branch's message progression does not match its messages "
