@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from . import _upcalls
 from ._lazy import lazy_exports
 
 __version__ = "0.1.0"
@@ -23,8 +24,8 @@ _EXPORTS: dict[str, str] = {
     "Branch": "lion_nb.session.branch",
     "current_session": "lion_nb.notebook.state.session",
     # cost
-    "Budget": "lion_nb.session.budget",
-    "Cost": "lion_nb.session.ledger",
+    "Budget": "lion_nb.runtime.budget",
+    "Cost": "lion_nb.runtime.ledger",
     # models
     "iModel": "lion_nb.models.imodel",
     "iModelManager": "lion_nb.models.imodel",
@@ -119,6 +120,9 @@ def _evaluate(session, cases, prompt=None, **kwargs):  # type: ignore[no-untyped
     from .evals.run import evaluate
 
     return evaluate(session, cases, prompt, **kwargs)
+
+
+_upcalls.register("evaluate", _evaluate)
 
 
 if TYPE_CHECKING:  # the same names, spelled out for static checkers (a test keeps them equal)

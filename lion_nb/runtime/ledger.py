@@ -34,8 +34,8 @@ from ..models.usage import finite_usd
 from ._live import SESSIONS
 
 if TYPE_CHECKING:
-    from .branch import Branch
-    from .session import Session
+    from .parts import Attached as Session
+    from .parts import Spender as Branch
 
 __all__ = ["Cost", "CostRows", "Ledger", "branch_ledger", "record_call", "session_ledger"]
 
@@ -234,10 +234,10 @@ def _row(branch_id: str, model: str, usage: Any, usd: float | None, when: float)
 
 def branch_ledger(branch: Branch) -> Ledger:
     """The branch's ledger; a restored branch's is rebuilt from its messages once."""
-    private = branch.__pydantic_private__
-    ledger = private.get("_ledger")
+    spend = branch.spend
+    ledger = spend.ledger
     if ledger is None:
-        ledger = private["_ledger"] = Ledger(branch.id_text)
+        ledger = spend.ledger = Ledger(branch.id_text)
         for message in branch.messages:
             meta = message.metadata
             if "cost_usd" not in meta or meta.get("clone_from") or "usage" not in meta:
@@ -247,7 +247,7 @@ def branch_ledger(branch: Branch) -> Ledger:
             model = str(meta.get("model") or "?")
             ledger.add(_row(ledger.branch_id, model, meta["usage"], usd, when))
         session = _owner(branch)
-        mine = session.__pydantic_private__.get("_ledger") if session is not None else None
+        mine = session.spend.ledger if session is not None else None
         if mine is not None:
             for row in ledger.rows:
                 mine.add(row)
@@ -256,14 +256,14 @@ def branch_ledger(branch: Branch) -> Ledger:
 
 def session_ledger(session: Session) -> Ledger:
     """The session's ledger: its branches' calls, kept as they are recorded."""
-    private = session.__pydantic_private__
-    ledger = private.get("_ledger")
+    spend = session.spend
+    ledger = spend.ledger
     if ledger is None:
         ledger = Ledger()
         for branch in session.branches:
             for row in branch_ledger(branch).rows:
                 ledger.add(row)
-        private["_ledger"] = ledger
+        spend.ledger = ledger
     return ledger
 
 
@@ -274,11 +274,10 @@ AFTER_RECORD: list[Callable[[Any, Any, float | None, int], None]] = []
 
 def _owner(branch: Branch) -> Session | None:
     """The session that owns ``branch`` (``None``: none), remembered by its ledger."""
-    private = branch.__pydantic_private__
-    owner = private.get("_owning_session_id")
+    owner = branch.attachment.session_id
     if owner is None:
         return None
-    ledger = private.get("_ledger") or branch_ledger(branch)
+    ledger = branch.spend.ledger or branch_ledger(branch)
     if ledger.owner_id is owner or ledger.owner_id == owner:  # `is`: no UUID.__eq__ call
         session = ledger.owner()
         if session is not None:
@@ -335,13 +334,12 @@ def record_call(
             usd = _checked_price(pricer, usage, usd)
     if usd is not None and discount != 1.0:
         usd *= discount
-    private = branch.__pydantic_private__
-    ledger = private.get("_ledger") or branch_ledger(branch)
+    ledger = branch.spend.ledger or branch_ledger(branch)
     row = _row(ledger.branch_id, pricer.label, usage, usd, time.time())
     ledger.add(row)
     session = _owner(branch)
     if session is not None:
-        mine = session.__pydantic_private__.get("_ledger")
+        mine = session.spend.ledger
         if mine is not None:
             mine.add(row)
     for hook in AFTER_RECORD:
