@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from . import _upcalls
-from ._lazy import lazy_exports
+from ._lazy import lazy_exports, register_upcall
 
 __version__ = "0.1.0"
 
@@ -122,7 +121,7 @@ def _evaluate(session, cases, prompt=None, **kwargs):  # type: ignore[no-untyped
     return evaluate(session, cases, prompt, **kwargs)
 
 
-_upcalls.register("evaluate", _evaluate)
+register_upcall("evaluate", _evaluate)
 
 
 if TYPE_CHECKING:  # the same names, spelled out for static checkers (a test keeps them equal)
@@ -197,7 +196,7 @@ if TYPE_CHECKING:  # the same names, spelled out for static checkers (a test kee
     from .protocols.signals import RunStart as RunStart
     from .protocols.signals import Signal as Signal
     from .protocols.signals import StructuredOutput as StructuredOutput
+    from .runtime.budget import Budget as Budget
+    from .runtime.ledger import Cost as Cost
     from .session.branch import Branch as Branch
-    from .session.budget import Budget as Budget
-    from .session.ledger import Cost as Cost
     from .session.session import Session as Session

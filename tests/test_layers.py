@@ -178,7 +178,6 @@ LAYERS: dict[str, list[set[str]]] = {
             "_callables",
             "_lazy",
             "_sentinel",
-            "_upcalls",  # functions of upper layers the core calls, registered by the root
             "errors",
             "settings",
             "store_location",

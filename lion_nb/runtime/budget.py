@@ -33,6 +33,7 @@ import sys
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -530,13 +531,14 @@ def after_call(branch: Branch, session: Session | None, usd: float | None, token
 _INSIDE = tuple(
     os.path.dirname(os.path.abspath(path)) + os.sep
     for path in (sys.modules["lion_nb"].__file__, asyncio.__file__, anyio.__file__)
+    if path is not None
 )
 
 
 def _caller_level() -> int:
     """The ``stacklevel`` that attributes a warning of `after_call` to the first frame
     outside lion_nb (the user's cell or script), not to a line of the ledger."""
-    frame = sys._getframe(2)  # after_call's caller
+    frame: FrameType | None = sys._getframe(2)  # after_call's caller
     level = 2
     while frame is not None and frame.f_code.co_filename.startswith(_INSIDE):
         frame = frame.f_back

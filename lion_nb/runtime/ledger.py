@@ -40,6 +40,9 @@ if TYPE_CHECKING:
 __all__ = ["Cost", "CostRows", "Ledger", "branch_ledger", "record_call", "session_ledger"]
 
 _MISSING: Any = object()
+#: a ledger row: (time, branch id, model, input, output, cache read, cache write, reasoning
+#: tokens, usd, estimated)
+Row = tuple[float, str, str, int, int, int, int, int, float | None, bool]
 log = logging.getLogger("lion_nb.ledger")
 
 
@@ -95,7 +98,7 @@ def format_usd(usd: float | None, unpriced: int = 0) -> str:
     return f"${usd:.4f}" if usd < 1 else f"${usd:,.2f}"
 
 
-class CostRows(list):
+class CostRows(list[dict[str, Any]]):
     """One dict per model call (``time``, ``branch``, ``branch_id``, ``model``, the token
     counts, ``usd``, ``estimated``); ``to_dataframe()`` with the ``pandas`` extra."""
 
@@ -154,7 +157,7 @@ class Ledger:
         #: the owning session (a weak reference) and its id, looked up once per owner
         self.owner: Any = None
         self.owner_id: Any = None
-        self.rows: list[tuple] = []
+        self.rows: list[Row] = []
         self.usd = 0.0
         self.calls = 0
         self.unpriced = 0
@@ -165,7 +168,7 @@ class Ledger:
         #: ``(request, estimate)`` of the call a budget last admitted (`budget.note_usage`)
         self.admitted: tuple[Any, int] | None = None
 
-    def add(self, row: tuple) -> None:
+    def add(self, row: Row) -> None:
         self.rows.append(row)
         self.calls += 1
         usd = row[8]
@@ -214,7 +217,7 @@ def _count(value: Any) -> int:
 _COUNTS_OF = operator.itemgetter(*_COUNTS)
 
 
-def _row(branch_id: str, model: str, usage: Any, usd: float | None, when: float) -> tuple:
+def _row(branch_id: str, model: str, usage: Any, usd: float | None, when: float) -> Row:
     """One ledger row. A normalized usage holds the five counts as ints (one look-up for
     all five); anything else is coerced (slow path)."""
     if usage.__class__ is not dict and not isinstance(usage, dict):
@@ -235,7 +238,7 @@ def _row(branch_id: str, model: str, usage: Any, usd: float | None, when: float)
 def branch_ledger(branch: Branch) -> Ledger:
     """The branch's ledger; a restored branch's is rebuilt from its messages once."""
     spend = branch.spend
-    ledger = spend.ledger
+    ledger: Ledger | None = spend.ledger
     if ledger is None:
         ledger = spend.ledger = Ledger(branch.id_text)
         for message in branch.messages:
@@ -257,7 +260,7 @@ def branch_ledger(branch: Branch) -> Ledger:
 def session_ledger(session: Session) -> Ledger:
     """The session's ledger: its branches' calls, kept as they are recorded."""
     spend = session.spend
-    ledger = spend.ledger
+    ledger: Ledger | None = spend.ledger
     if ledger is None:
         ledger = Ledger()
         for branch in session.branches:
@@ -277,12 +280,12 @@ def _owner(branch: Branch) -> Session | None:
     owner = branch.attachment.session_id
     if owner is None:
         return None
-    ledger = branch.spend.ledger or branch_ledger(branch)
+    ledger: Ledger = branch.spend.ledger or branch_ledger(branch)
     if ledger.owner_id is owner or ledger.owner_id == owner:  # `is`: no UUID.__eq__ call
-        session = ledger.owner()
-        if session is not None:
-            return session
-    session = SESSIONS.get(owner)
+        known: Session | None = ledger.owner()
+        if known is not None:
+            return known
+    session: Session | None = SESSIONS.get(owner)
     if session is not None:
         import weakref
 
@@ -349,4 +352,5 @@ def record_call(
             raise
         except Exception:  # a broken hook must not break the call it accounts for
             log.warning("the ledger hook %r failed", hook, exc_info=True)
-    return usd
+    price: float | None = usd  # a finite number >= 0 by now, or None
+    return price

@@ -106,7 +106,9 @@ class RunLifecycle:
         duration = time.perf_counter() - self.started
         with anyio.CancelScope(shield=True):
             await self.branch.attachment.drain()
-            await _emit(self.branch, cls(**self._base(), duration=duration, **extra))
+            # ``cls`` is RunEnd or RunFailed, both with a ``duration``
+            signal = cls(**self._base(), duration=duration, **extra)  # type: ignore[call-arg]
+            await _emit(self.branch, signal)
 
 
 async def _emit(branch: Branch, signal: Signal) -> None:

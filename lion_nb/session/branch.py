@@ -102,6 +102,8 @@ class Branch(BranchVerbs, Element):
     user: str | None = None
     name: str | None = None
 
+    if TYPE_CHECKING:  # pydantic's `dict | None`: always the dict once built (`_init_private`)
+        __pydantic_private__: dict[str, Any]
     _message_manager: MessageManager | None = PrivateAttr(None)
     _action_manager: ActionManager | None = PrivateAttr(None)
     _imodel_manager: iModelManager | None = PrivateAttr(None)

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 from uuid import UUID
 
 from pydantic import PrivateAttr
@@ -81,6 +81,8 @@ class Session(Element):
     _observer: SignalBus = PrivateAttr(default_factory=SignalBus)
     _hooks: Any = PrivateAttr(None)
     _memory: Any = PrivateAttr(None)
+    if TYPE_CHECKING:  # pydantic's `dict | None`: always the dict once built
+        __pydantic_private__: dict[str, Any]
     _spend: Spend = PrivateAttr(default_factory=Spend)  # ledger and budget (`lion_nb.runtime`)
     _mcp_servers: dict = PrivateAttr(default_factory=dict)
 
@@ -181,7 +183,7 @@ class Session(Element):
                 )
             owner = branch.attachment.session_id
             if owner is not None and owner != self.id:
-                other = _SESSIONS.get(owner)
+                other = cast("Session | None", _SESSIONS.get(owner))  # it holds Sessions
                 other_label = _label_session(other) if other is not None else f"`{owner}`"
                 raise ConfigurationError(
                     f"Branch {_label(branch)} belongs to session {other_label}; it cannot also "
@@ -397,7 +399,7 @@ class Session(Element):
         Keywords: ``models``, ``checks``, ``repeat``, ``name`` (compare with the last run
         of that name and save under it), ``via``, ``concurrency``, ``price``, ``branch``,
         ``store``; the rest go to ``communicate``. See `lion_nb.evals`."""
-        from .._upcalls import upcall  # the evaluation layer sits above the core
+        from .._lazy import upcall  # the evaluation layer sits above the core
 
         return upcall("evaluate")(self, cases, prompt, **kwargs)
 
