@@ -31,10 +31,8 @@ from uuid import uuid4
 from pydantic import PrivateAttr
 
 from ..errors import ConfigurationError
-from ..protocols.context_providers import BranchContext
 from ..protocols.element import Element
 from ..protocols.jsonsafe import dump_safely
-from ..runtime.parts import Attachment, Spend
 from ..untrusted import short_repr
 from ._verbs import BranchVerbs
 
@@ -44,11 +42,13 @@ if TYPE_CHECKING:  # imported where used, so that importing Branch stays cheap
     from ..operations.manager import OperationManager
     from ..protocols.actions import ActionManager, Tool
     from ..protocols.capabilities import CapabilityGrant
+    from ..protocols.context_providers import BranchContext
     from ..protocols.logs import DataLogger, DataLoggerConfig, Log
     from ..protocols.message_manager import MessageManager
     from ..protocols.messages import RoledMessage, System
     from ..protocols.pile import Pile
     from ..protocols.signals import Signal
+    from ..runtime.parts import Attachment, Spend
 
 __all__ = ["Branch"]
 
@@ -348,6 +348,8 @@ class Branch(BranchVerbs, Element):
         private = self.__pydantic_private__
         part = private["_context"]
         if part is None:
+            from ..protocols.context_providers import BranchContext
+
             part = private["_context"] = BranchContext()
         return part
 
@@ -394,6 +396,8 @@ class Branch(BranchVerbs, Element):
         private = self.__pydantic_private__
         part = private["_spend"]
         if part is None:
+            from ..runtime.parts import Spend
+
             part = private["_spend"] = Spend()
         return part
 
@@ -404,6 +408,8 @@ class Branch(BranchVerbs, Element):
         private = self.__pydantic_private__
         part = private["_attachment"]
         if part is None:
+            from ..runtime.parts import Attachment
+
             part = private["_attachment"] = Attachment()
         return part
 
