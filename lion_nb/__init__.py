@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._lazy import lazy_exports
+from ._lazy import lazy_exports, register_upcall
 
 __version__ = "0.1.0"
 
@@ -23,8 +23,8 @@ _EXPORTS: dict[str, str] = {
     "Branch": "lion_nb.session.branch",
     "current_session": "lion_nb.notebook.state.session",
     # cost
-    "Budget": "lion_nb.session.budget",
-    "Cost": "lion_nb.session.ledger",
+    "Budget": "lion_nb.runtime.budget",
+    "Cost": "lion_nb.runtime.ledger",
     # models
     "iModel": "lion_nb.models.imodel",
     "iModelManager": "lion_nb.models.imodel",
@@ -121,6 +121,9 @@ def _evaluate(session, cases, prompt=None, **kwargs):  # type: ignore[no-untyped
     return evaluate(session, cases, prompt, **kwargs)
 
 
+register_upcall("evaluate", _evaluate)
+
+
 if TYPE_CHECKING:  # the same names, spelled out for static checkers (a test keeps them equal)
     from ._sentinel import Undefined as Undefined
     from .context.convert import register_ai_repr as register_ai_repr
@@ -193,7 +196,7 @@ if TYPE_CHECKING:  # the same names, spelled out for static checkers (a test kee
     from .protocols.signals import RunStart as RunStart
     from .protocols.signals import Signal as Signal
     from .protocols.signals import StructuredOutput as StructuredOutput
+    from .runtime.budget import Budget as Budget
+    from .runtime.ledger import Cost as Cost
     from .session.branch import Branch as Branch
-    from .session.budget import Budget as Budget
-    from .session.ledger import Cost as Cost
     from .session.session import Session as Session

@@ -93,22 +93,22 @@ class _BranchState:
         self.branch = branch
         self.identity = _identity(branch)
         self.messages = list(branch.messages)
-        self.providers = branch._providers
-        self.entries = list(branch._providers._entries) if branch._providers is not None else []
-        self.budget = branch._providers.budget if branch._providers is not None else None
+        providers = self.providers = branch.context.providers
+        self.entries = list(providers._entries) if providers is not None else []
+        self.budget = providers.budget if providers is not None else None
         self.tools = dict(branch.acts.registry)
-        self.memory = branch._memory
+        self.memory = branch.memory_claim
 
     def restore(self) -> None:
         branch = self.branch
-        branch._providers = self.providers
+        branch.context.providers = self.providers
         if self.providers is not None:
             self.providers._entries[:] = self.entries
             self.providers.budget = self.budget
         registry = branch.acts.registry
         registry.clear()
         registry.update(self.tools)
-        branch._memory = self.memory
+        branch.memory_claim = self.memory
         _restore_identity(branch, self.identity)
         pile = branch.messages
         if [m.id for m in pile] != [m.id for m in self.messages]:
@@ -120,7 +120,7 @@ class _BranchState:
             manager._order_changed()
 
     def added_providers(self) -> list[str]:
-        current = self.branch._providers
+        current = self.branch.context.providers
         if current is None:
             return []
         before = {id(e) for e in self.entries} if current is self.providers else set()

@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigurationError
 from ..operations.verbs import call_verb, default_verb
-from ..session.observer import Observers
+from ..runtime.observer import Observers
 from .cases import Cell, case_id, fill, label_models, label_prompts, load_cases
 from .checks import (
     CellInfo,
@@ -93,8 +93,8 @@ class EvalRun(EvalResults):
         save: bool = True,
         **kwargs: Any,
     ):
+        from ..runtime.ledger import session_ledger
         from ..session.batch import next_name
-        from ..session.ledger import session_ledger
 
         if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
             raise ConfigurationError(f"`repeat={repeat!r}`: give how many times (1 or more).")
@@ -294,7 +294,7 @@ class EvalRun(EvalResults):
         limiter = anyio.CapacityLimiter(max(b.concurrency for b in self.batches))
 
         async def group(calls: list[tuple[Cell, str, Any]]) -> None:
-            from ..session.budget import budget_scope
+            from ..runtime.budget import budget_scope
 
             for cell, name, check in calls:
                 item = self._item(cell)

@@ -25,7 +25,7 @@ __all__ = ["attach_tools", "build_tools", "connect", "detach_tools", "disconnect
 
 
 def servers_of(owner: Any) -> dict[str, MCPServer]:
-    return owner._mcp_servers
+    return owner.connected_mcp
 
 
 def build_tools(

@@ -242,7 +242,7 @@ class LionMagics(Magics):
                 session.budget = None
             return
         if current is None or current.usd != usd:
-            from ..session.budget import Budget
+            from ..runtime.budget import Budget
 
             session.budget = Budget(usd=usd, tokens=current.tokens if current else None)
             self._config_budget = session.budget

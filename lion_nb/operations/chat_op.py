@@ -1,8 +1,8 @@
 """``chat``: one unrecorded model call (ADR-0021 D3).
 
 Builds the instruction, applies context providers, renders the request (incrementally, see
-`MessageManager.chat_messages`), checks the budgets (`lion_nb.session.budget`), calls the model, accounts for the call in the
-ledger (`lion_nb.session.ledger`), logs the call, and hands back the
+`MessageManager.chat_messages`), checks the budgets (`lion_nb.runtime.budget`), calls the model, accounts for the call in the
+ledger (`lion_nb.runtime.ledger`), logs the call, and hands back the
 instruction and the response without appending either -- or, when the caller asked for the
 text alone, that text (masked and whole, as a response message would hold it) without making
 a message to throw away. A failed call raises
@@ -21,8 +21,8 @@ from ..errors import ExecutionError
 from ..models.clean import clean_text
 from ..models.endpoints import ChatRequest
 from ..protocols.messages import AssistantResponse, Instruction
-from ..session.budget import check_budgets, note_usage
-from ..session.ledger import record_call
+from ..runtime.budget import check_budgets, note_usage
+from ..runtime.ledger import record_call
 from .early_end import Received, bill_partial
 from .types import ChatParam
 
@@ -162,17 +162,7 @@ async def chat(
     """Call the model once; record nothing. See the module docstring."""
     ins = make_instruction(branch, instruction, chat_param)
     imodel = branch.chat_model if chat_param.imodel is None else chat_param.imodel
-    private = branch.__pydantic_private__  # not pydantic's slower private-attribute path
-    try:
-        injection = None
-        if private["_providers"]:
-            from ..protocols.context_providers import prepare_context
-
-            await prepare_context(branch, ins)
-            injection = private["_context_injection"]
-        request = build_request(branch, ins, chat_param, injection)
-    finally:
-        private["_context_injection"] = None
+    request = build_request(branch, ins, chat_param, await branch.take_context(ins))
     billing = imodel.endpoint.billing
     if billing == "live":
         check_budgets(branch, imodel, request)  # raises before a call that would cross one
@@ -258,8 +248,7 @@ def _cache_break(branch: Branch, request: ChatRequest) -> str | None:
     system = messages[0].get("content") if messages and messages[0]["role"] == "system" else None
     tools = tuple(str((t.get("function") or t).get("name")) for t in request.tools or ())
     mark = (hash(system) if isinstance(system, str) else None, tools)
-    private = branch.__pydantic_private__
-    before, private["_prefix_print"] = private.get("_prefix_print"), mark
+    before = branch.note_prefix(mark)
     if before is None or before == mark:
         return None
     if before[0] != mark[0]:

@@ -142,8 +142,8 @@ def bill_partial(
     note it on ``exc`` (`billed`) so that the kept answer carries the same figures.
     ``reported`` is the usage the stream reported before it ended (real counts win)."""
     from ..models.usage import usage_dict
-    from ..session.budget import estimate_input
-    from ..session.ledger import record_call
+    from ..runtime.budget import estimate_input
+    from ..runtime.ledger import record_call
     from ..tokens import estimate_tokens
 
     try:

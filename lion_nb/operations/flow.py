@@ -24,7 +24,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from uuid import UUID
 
 import anyio
@@ -34,7 +34,19 @@ from .node import Operation, OperationStatus
 
 if TYPE_CHECKING:
     from ..session.branch import Branch
-    from ..session.session import Session
+
+
+class BranchHolder(Protocol):
+    """A session as a flow runs on it (a `lion_nb.session.session.Session`, above this layer:
+    named by its shape): its branches by id, its default one, and a clone joining it."""
+
+    @property
+    def id(self) -> UUID: ...
+    @property
+    def default_branch(self) -> Branch | None: ...
+    def get_branch(self, ref: Branch | UUID | str) -> Branch: ...
+    def split(self, branch: Branch | UUID | str | None = None) -> Branch: ...
+
 
 __all__ = ["Flow", "FlowResult", "NodeOutcome"]
 
@@ -262,7 +274,7 @@ class Flow:
     # -- running -----------------------------------------------------------------------------------
     async def run(
         self,
-        target: Session | Branch,
+        target: BranchHolder | Branch,
         *,
         max_concurrency: int = 8,
         context_key: str | None = "context",

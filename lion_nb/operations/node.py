@@ -76,7 +76,7 @@ def unknown_operation_hint(branch: Branch, operation: str) -> str:
     """The fix to suggest when ``operation`` does not resolve on ``branch``."""
     if hasattr(branch, operation):
         return f"`{operation}` is a Branch attribute, not something a branch can run."
-    if branch._owning_session_id is None:
+    if branch.attachment.session_id is None:
         return (
             f"`{operation}` is not a Branch method and this branch belongs to no session; "
             "include it in the session that registered the operation."

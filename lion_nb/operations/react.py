@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from ..session.lifecycle import nested_turns
+from ..runtime.lifecycle import nested_turns
 from .operate_op import operate, operative_model, prepare_operate_kw
 
 if TYPE_CHECKING:

@@ -141,7 +141,7 @@ async def run(
     if param.imodel is not None:
         branch.chat_model = param.imodel
 
-    from ..session.lifecycle import RunLifecycle
+    from ..runtime.lifecycle import RunLifecycle
 
     life = RunLifecycle(branch, "run")
     turn = _Turn(branch, imodel)
@@ -229,16 +229,9 @@ async def _system_text(branch: Branch, ins: Any, imodel: iModel) -> str | None:
     parts: list[str] = []
     if branch.system is not None and not imodel.provider_session_id:
         parts.append(branch.system.rendered)
-    if branch._providers:
-        from ..protocols.context_providers import prepare_context, take_context_injection
-
-        try:
-            await prepare_context(branch, ins)
-            injection = take_context_injection(branch)
-        finally:
-            branch._context_injection = None
-        if injection:
-            parts.append(injection)
+    injection = await branch.take_context(ins)
+    if injection:
+        parts.append(injection)
     text = "\n\n".join(p for p in parts if p.strip())
     return text or None
 
@@ -309,7 +302,7 @@ def _check_budgets(
     """The budgets over this run, checked as for an API call (the prompt is its input)."""
     from types import SimpleNamespace
 
-    from ..session.budget import check_budgets
+    from ..runtime.budget import check_budgets
 
     messages = [{"role": "user", "content": prompt}]
     if system:
@@ -410,7 +403,7 @@ class _Turn:
 
     def _account(self, reported: Any) -> float | None:
         """The run's price in the ledger: the agent's own figure when it reports one."""
-        from ..session.ledger import record_call
+        from ..runtime.ledger import record_call
 
         if reported is not None:  # checked by the ledger: a bad figure gives way to the usage
             return record_call(self.branch, self.imodel, self.usage, usd=reported)

@@ -30,7 +30,7 @@ import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
 from pydantic import BaseModel, create_model
 
@@ -39,7 +39,20 @@ from .messages import AssistantResponse, MessageRole, System
 from .signals import CapabilityViolation, EmissionRejected, Signal, StructuredOutput
 
 if TYPE_CHECKING:
-    from ..session.branch import Branch
+    from .message_manager import MessageManager
+
+
+class GrantHolder(Protocol):
+    """A branch as the capability helpers see it (a `lion_nb.session.branch.Branch`): the
+    grant it holds, its system prompt and its messages."""
+
+    capability_grant: CapabilityGrant | None
+
+    @property
+    def system(self) -> System | None: ...
+    @property
+    def msgs(self) -> MessageManager: ...
+
 
 __all__ = [
     "CAP_BEGIN",
@@ -169,7 +182,7 @@ def _without_block(text: str) -> str | None:
     return None
 
 
-def _replace_system(branch: Branch, text: str) -> None:
+def _replace_system(branch: GrantHolder, text: str) -> None:
     current = branch.system
     if current is None:
         new = System(system_message=text, sender=MessageRole.SYSTEM, recipient=_id(branch))
@@ -206,11 +219,11 @@ def _warn_unbalanced(action: str) -> None:
 
 
 def grant_capabilities(
-    branch: Branch, operable: type[BaseModel] | Mapping[str, Any], prompt: bool = True
+    branch: GrantHolder, operable: type[BaseModel] | Mapping[str, Any], prompt: bool = True
 ) -> CapabilityGrant:
     """Install a grant on ``branch``; with ``prompt``, replace the prompt's capability block."""
     grant = CapabilityGrant.from_operable(operable)
-    branch._capability_grant = grant
+    branch.capability_grant = grant
     if prompt:
         current = branch.system
         text = current.system_message if current is not None else ""
@@ -223,9 +236,9 @@ def grant_capabilities(
     return grant
 
 
-def revoke_capabilities(branch: Branch) -> None:
+def revoke_capabilities(branch: GrantHolder) -> None:
     """Clear the grant and remove a balanced capability block from the system prompt."""
-    branch._capability_grant = None
+    branch.capability_grant = None
     current = branch.system
     if current is None:
         return
@@ -253,13 +266,13 @@ def _json_objects(text: str) -> list[dict[str, Any]]:
     return objects
 
 
-def extract_capability_signals(branch: Branch, message: Any) -> list[Signal]:
+def extract_capability_signals(branch: GrantHolder, message: Any) -> list[Signal]:
     """Signals for the fenced JSON objects in an assistant message, in block order.
 
     ``[]`` when the branch has no grant or ``message`` is neither an `AssistantResponse` nor
     a string.
     """
-    grant: CapabilityGrant | None = getattr(branch, "_capability_grant", None)
+    grant: CapabilityGrant | None = getattr(branch, "capability_grant", None)
     if grant is None:
         return []
     if isinstance(message, AssistantResponse):

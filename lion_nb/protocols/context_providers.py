@@ -20,9 +20,10 @@ Semantics the operation path relies on, exactly:
   hook is skipped; a non-callable or synchronous one fails at the await and is contained like
   any other provider error.
 
-The operation-path helpers at the bottom (`prepare_context`, `take_context_injection`,
-`writeback_after_actions`) read and write the branch's private slots ``_providers``,
-``_last_context_report`` and ``_context_injection``; they are duck-typed on the branch.
+A branch's context is one `BranchContext` (``branch.context``): its providers, their last
+report and the text waiting for the next request. The operation-path helpers at the bottom
+(`prepare_context`, `take_context_injection`, `writeback_after_actions`) work on it; an
+operation asks for the text once, with `BranchContext.take_for`.
 """
 
 from __future__ import annotations
@@ -36,10 +37,11 @@ from ..tokens import estimate_tokens
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from ..session.branch import Branch
-    from .messages import ActionResponse, Instruction
+    from .messages import ActionResponse, Instruction, System
 
 __all__ = [
+    "BranchContext",
+    "ContextHost",
     "ContextProvider",
     "ContextProviderRegistry",
     "ProviderReport",
@@ -63,7 +65,9 @@ class ContextProvider(Protocol):
     the structural check.
     """
 
-    async def provide(self, branch: Branch, instruction: Instruction) -> str | None: ...
+    async def provide(  # the branch: any object with its attributes (a real `Branch` at run time)
+        self, branch: Any, instruction: Instruction
+    ) -> str | None: ...
 
 
 @dataclass(frozen=True)
@@ -135,7 +139,7 @@ class ContextProviderRegistry:
     def __repr__(self) -> str:
         return f"ContextProviderRegistry(budget={self.budget}, providers={self.names})"
 
-    async def gather(self, branch: Branch, instruction: Instruction) -> ProviderReport:
+    async def gather(self, branch: ContextHost, instruction: Instruction) -> ProviderReport:
         """Run every provider once and admit their outputs against the budget."""
         report = ProviderReport()
         outputs: list[tuple[_Entry, str, int]] = []
@@ -178,7 +182,7 @@ class ContextProviderRegistry:
         return report
 
     async def gather_writeback(
-        self, branch: Branch, action_responses: list[ActionResponse]
+        self, branch: ContextHost, action_responses: list[ActionResponse]
     ) -> None:
         """Offer the turn's action responses to each provider's optional ``writeback`` hook."""
         for entry in self._entries:
@@ -198,40 +202,77 @@ class ContextProviderRegistry:
 # -- operation path ------------------------------------------------------------------------
 
 
-async def prepare_context(branch: Branch, instruction: Instruction) -> ProviderReport | None:
+class BranchContext:
+    """The context a branch injects: its provider registry (``None`` until first asked),
+    the last report, and the text waiting for the next request."""
+
+    __slots__ = ("injection", "last_report", "providers")
+
+    def __init__(self) -> None:
+        self.providers: ContextProviderRegistry | None = None
+        self.last_report: ProviderReport | None = None
+        self.injection: str | None = None
+
+    def take(self) -> str | None:
+        """The waiting text, cleared, so it reaches one request only."""
+        text, self.injection = self.injection, None
+        return text
+
+    async def take_for(self, branch: ContextHost, instruction: Instruction) -> str | None:
+        """Gather the providers' text for the request about to be made and hand it over
+        once (``None``: no providers, or nothing to fold in). Whatever happens, nothing is
+        left waiting for a later request."""
+        if not self.providers:
+            return None
+        try:
+            await prepare_context(branch, instruction)
+            return self.injection
+        finally:
+            self.injection = None
+
+
+class ContextHost(Protocol):
+    """A branch as the context helpers see it (a `lion_nb.session.branch.Branch`)."""
+
+    @property
+    def context(self) -> BranchContext: ...
+    @property
+    def system(self) -> System | None: ...
+
+
+async def prepare_context(branch: ContextHost, instruction: Instruction) -> ProviderReport | None:
     """Gather provider text for the request about to be prepared.
 
     Returns ``None`` and touches nothing when the branch never got providers (an older report
     stays readable). Without a system message there is nowhere to fold the text, so providers
     are not invoked and the report lists every provider as skipped. Otherwise the report is
-    stored as the branch's last report and the blocks wait in ``_context_injection`` until
+    stored as the branch's last report and the blocks wait in ``context.injection`` until
     `take_context_injection` collects them.
     """
-    registry = getattr(branch, "_providers", None)
+    context = branch.context
+    registry = context.providers
     if not registry:
         return None
     if branch.system is None:
         report = ProviderReport(skipped=list(registry.names))
-        branch._context_injection = None
+        context.injection = None
     else:
         report = await registry.gather(branch, instruction)
-        branch._context_injection = report.text or None
-    branch._last_context_report = report
+        context.injection = report.text or None
+    context.last_report = report
     return report
 
 
-def take_context_injection(branch: Branch) -> str | None:
-    """Return the pending injection and clear the slot, so it reaches one request only."""
-    text = getattr(branch, "_context_injection", None)
-    branch._context_injection = None
-    return text
+def take_context_injection(branch: ContextHost) -> str | None:
+    """Return the pending injection and clear it, so it reaches one request only."""
+    return branch.context.take()
 
 
 async def writeback_after_actions(
-    branch: Branch, action_responses: Sequence[ActionResponse | None] | None
+    branch: ContextHost, action_responses: Sequence[ActionResponse | None] | None
 ) -> None:
     """Run provider writeback with the non-``None`` responses of actions that executed."""
-    registry = getattr(branch, "_providers", None)
+    registry = branch.context.providers
     if not registry:
         return
     responses = [r for r in action_responses or () if r is not None]

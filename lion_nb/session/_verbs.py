@@ -40,7 +40,7 @@ def _hot() -> Any:
         from ..operations.chat_op import chat
         from ..operations.communicate_op import clamp_parse_retries, communicate
         from ..operations.types import ChatParam, ParseParam
-        from .lifecycle import observed_run
+        from ..runtime.lifecycle import observed_run
 
         _HOT = SimpleNamespace(
             chat=chat,
@@ -311,7 +311,7 @@ class BranchVerbs:
         """One exchange through a Middle, then validation and tool calls (ADR-0022 of this
         project). Keywords: see `lion_nb.operations.operate_op.prepare_operate_kw`."""
         from ..operations.operate_op import operate, prepare_operate_kw
-        from .lifecycle import observed_run
+        from ..runtime.lifecycle import observed_run
 
         return await observed_run(
             self,
@@ -346,7 +346,7 @@ class BranchVerbs:
         """Reason, act with tools, and extend up to ``max_extensions`` rounds (default 3),
         then answer. Runs as one observed run; its inner turns are nested."""
         from ..operations.react import ReAct
-        from .lifecycle import observed_run
+        from ..runtime.lifecycle import observed_run
 
         return await observed_run(
             self, ReAct(self, instruct, max_extensions=max_extensions, **kwargs), "ReAct"

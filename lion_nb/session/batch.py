@@ -51,17 +51,20 @@ import weakref
 from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ..errors import BudgetExceeded, ConfigurationError
 from ..operations.verbs import default_verb, verb_names
+from ..runtime.budget import budget_scope
+from ..runtime.observer import Observers
 from ._batch_items import Price, as_items, describe, message_cost, render, shape_output
-from .budget import budget_scope
-from .observer import Observers
 
 if TYPE_CHECKING:
     from .branch import Branch
-    from .session import Session
+
+#: a `lion_nb.session.session.Session`, which imports this module: not imported back
+#: (the two would import each other), so typed loosely here
+Session: TypeAlias = Any
 
 __all__ = ["BatchRun", "ItemResult", "Progress", "compare"]
 
@@ -197,7 +200,7 @@ class BatchRun:
         budget: Any = None,
         **kwargs: Any,
     ):
-        from .budget import Budget
+        from ..runtime.budget import Budget
 
         self.budget = Budget.of(budget)
         items, kind = as_items(data)
@@ -465,7 +468,7 @@ class BatchRun:
             return None
         meter = self._budget_meter
         if meter is None or meter.budget is not self.budget:
-            from .budget import Meter
+            from ..runtime.budget import Meter
 
             spent = meter
             meter = self._budget_meter = Meter(self.budget, "batch")

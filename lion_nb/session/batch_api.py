@@ -58,10 +58,10 @@ from ..errors import (
     ProviderTimeoutError,
 )
 from ..models.endpoints.base import APIEndpoint, ChatRequest, ModelResponse
+from ..runtime.budget import budget_scope
 from ._batch_items import Price, describe, render
 from .batch import BatchRun, ItemResult, _check_operation, _resolve_model
 from .batch_records import VERSION, book_for
-from .budget import budget_scope
 
 __all__ = ["ProviderRun", "resume_batch"]
 
@@ -245,7 +245,7 @@ class ProviderRun(BatchRun):
         """The requests whose worst cases, all together, fit the budgets that apply (the
         run's, the source branch's, the session's, a cell's), at the batch discount; the
         rest are left pending, "not started (budget)", as a live run leaves them."""
-        from .budget import fitting_requests
+        from ..runtime.budget import fitting_requests
 
         model = self.model
         fits, exc = fitting_requests(

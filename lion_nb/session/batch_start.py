@@ -7,13 +7,14 @@ which is built on it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeAlias
 
 from ..errors import ConfigurationError
 from .batch import BatchRun
 
-if TYPE_CHECKING:
-    from .session import Session
+#: a `lion_nb.session.session.Session`, which imports this module: not imported back
+#: (the two would import each other), so typed loosely here
+Session: TypeAlias = Any
 
 __all__ = ["start_map"]
 

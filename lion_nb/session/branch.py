@@ -37,14 +37,18 @@ from ..untrusted import short_repr
 from ._verbs import BranchVerbs
 
 if TYPE_CHECKING:  # imported where used, so that importing Branch stays cheap
+    from ..mcp.server import MCPServer
     from ..models.imodel import iModel, iModelManager
     from ..operations.manager import OperationManager
     from ..protocols.actions import ActionManager, Tool
+    from ..protocols.capabilities import CapabilityGrant
+    from ..protocols.context_providers import BranchContext
     from ..protocols.logs import DataLogger, DataLoggerConfig, Log
     from ..protocols.message_manager import MessageManager
     from ..protocols.messages import RoledMessage, System
     from ..protocols.pile import Pile
     from ..protocols.signals import Signal
+    from ..runtime.parts import Attachment, Spend
 
 __all__ = ["Branch"]
 
@@ -98,22 +102,18 @@ class Branch(BranchVerbs, Element):
     user: str | None = None
     name: str | None = None
 
+    if TYPE_CHECKING:  # pydantic's `dict | None`: always the dict once built (`_init_private`)
+        __pydantic_private__: dict[str, Any]
     _message_manager: MessageManager | None = PrivateAttr(None)
     _action_manager: ActionManager | None = PrivateAttr(None)
     _imodel_manager: iModelManager | None = PrivateAttr(None)
     _log_manager: DataLogger | None = PrivateAttr(None)
     _operation_manager: OperationManager | None = PrivateAttr(None)
     _memory: Any = PrivateAttr(None)
-    _providers: Any = PrivateAttr(None)
-    _last_context_report: Any = PrivateAttr(None)
-    _context_injection: str | None = PrivateAttr(None)
-    _capability_grant: Any = PrivateAttr(None)
-    _observer: Any = PrivateAttr(None)
-    _hooks: Any = PrivateAttr(None)
-    _owning_session_id: Any = PrivateAttr(None)
-    _pending_signals: set = PrivateAttr(default_factory=set)
-    _ledger: Any = PrivateAttr(None)  # `lion_nb.session.ledger`, built when first needed
-    _budget: Any = PrivateAttr(None)
+    _context: BranchContext | None = PrivateAttr(None)  # made on first use, see `context`
+    _capability_grant: CapabilityGrant | None = PrivateAttr(None)
+    _attachment: Attachment | None = PrivateAttr(None)  # made on first use, see `attachment`
+    _spend: Spend | None = PrivateAttr(None)  # made on first use, see `spend`
     _prefix_print: Any = PrivateAttr(None)  # the last request's system prompt and tools
     _mcp_servers: dict = PrivateAttr(default_factory=dict)
     _id_text: Any = PrivateAttr(None)  # (the id, its text): see `id_text`
@@ -322,32 +322,163 @@ class Branch(BranchVerbs, Element):
         return self._memory
 
     @property
+    def memory_claim(self) -> Any:
+        """The memory store claimed so far (``None``: none yet, `memory` would make one);
+        setting it puts back an earlier claim (`lion_nb._seams` restores a snapshot)."""
+        return self.__pydantic_private__["_memory"]
+
+    @memory_claim.setter
+    def memory_claim(self, store: Any) -> None:
+        self.__pydantic_private__["_memory"] = store
+
+    @property
     def providers(self) -> Any:
         """The context-provider registry, created on first access."""
-        if self._providers is None:
+        context = self.context
+        if context.providers is None:
             from ..protocols.context_providers import ContextProviderRegistry
 
-            self._providers = ContextProviderRegistry()
-        return self._providers
+            context.providers = ContextProviderRegistry()
+        return context.providers
 
-    # -- cost (lion_nb.session.ledger, lion_nb.session.budget) ---------------------------------
+    @property
+    def context(self) -> BranchContext:
+        """The context this branch injects: its providers, their last report, the text
+        waiting for the next request (`lion_nb.protocols.context_providers`)."""
+        private = self.__pydantic_private__
+        part = private["_context"]
+        if part is None:
+            from ..protocols.context_providers import BranchContext
+
+            part = private["_context"] = BranchContext()
+        return part
+
+    async def take_context(self, instruction: Any) -> str | None:
+        """The providers' text for the request about to be made, handed over once."""
+        part = self.__pydantic_private__["_context"]
+        if part is None or not part.providers:  # the common case: no providers, no work
+            return None
+        return await part.take_for(self, instruction)
+
+    # the context as the private fields it once was (older callers and tests read them)
+    @property
+    def _providers(self) -> Any:
+        part = self.__pydantic_private__["_context"]
+        return None if part is None else part.providers
+
+    @_providers.setter
+    def _providers(self, value: Any) -> None:
+        self.context.providers = value
+
+    @property
+    def _context_injection(self) -> str | None:
+        part = self.__pydantic_private__["_context"]
+        return None if part is None else part.injection
+
+    @property
+    def _last_context_report(self) -> Any:
+        part = self.__pydantic_private__["_context"]
+        return None if part is None else part.last_report
+
+    @property
+    def capability_grant(self) -> CapabilityGrant | None:
+        """The capabilities granted to this branch (``None``: none); see `grant_capabilities`."""
+        return self.__pydantic_private__["_capability_grant"]
+
+    @capability_grant.setter
+    def capability_grant(self, grant: CapabilityGrant | None) -> None:
+        self.__pydantic_private__["_capability_grant"] = grant
+
+    # -- parts -----------------------------------------------------------------------------------
+    @property
+    def spend(self) -> Spend:
+        """What this branch spent and may spend: its ledger and budget (`lion_nb.runtime`)."""
+        private = self.__pydantic_private__
+        part = private["_spend"]
+        if part is None:
+            from ..runtime.parts import Spend
+
+            part = private["_spend"] = Spend()
+        return part
+
+    @property
+    def attachment(self) -> Attachment:
+        """This branch's tie to its session: the owner's id, its observer and hooks, and the
+        message signals still being delivered."""
+        private = self.__pydantic_private__
+        part = private["_attachment"]
+        if part is None:
+            from ..runtime.parts import Attachment
+
+            part = private["_attachment"] = Attachment()
+        return part
+
+    def attach_to(
+        self, session_id: Any, observer: Any, hooks: Any, operations: Any, memory: Any
+    ) -> None:
+        """Join a session: its id, signal bus, hooks and operation registry become this
+        branch's; its memory store too, unless the branch has one (the first claim wins)."""
+        self.attachment.attach(session_id, observer, hooks)
+        private = self.__pydantic_private__
+        private["_operation_manager"] = operations
+        if private["_memory"] is None and memory is not None:
+            private["_memory"] = memory
+
+    def detach(self) -> None:
+        """Leave the session: no owner, observer or hooks, an operation registry of its own."""
+        self.attachment.detach()
+        self.__pydantic_private__["_operation_manager"] = _parts().OperationManager()
+
+    # the attachment as the private fields it once was (older callers and tests read them)
+    @property
+    def _observer(self) -> Any:
+        part = self.__pydantic_private__["_attachment"]
+        return None if part is None else part.observer
+
+    @property
+    def _owning_session_id(self) -> Any:
+        part = self.__pydantic_private__["_attachment"]
+        return None if part is None else part.session_id
+
+    @property
+    def _hooks(self) -> Any:
+        part = self.__pydantic_private__["_attachment"]
+        return None if part is None else part.hooks
+
+    @_hooks.setter
+    def _hooks(self, value: Any) -> None:
+        self.attachment.hooks = value
+
+    @property
+    def _pending_signals(self) -> set[Any]:
+        return self.attachment.pending
+
+    # -- cost (lion_nb.runtime.ledger, lion_nb.runtime.budget) ---------------------------------
     def cost(self) -> Any:
         """What this branch's model calls cost: a `Cost` (``usd`` is ``None`` when any call
         is unpriced)."""
-        from .ledger import branch_ledger
+        from ..runtime.ledger import branch_ledger
 
         return branch_ledger(self).cost()
 
     @property
     def budget(self) -> Any:
         """The `Budget` over this branch's calls (``None``: none)."""
-        return self.__pydantic_private__["_budget"]
+        part = self.__pydantic_private__["_spend"]
+        return None if part is None else part.budget
 
     @budget.setter
     def budget(self, value: Any) -> None:
-        from .budget import Budget
+        from ..runtime.budget import Budget
 
-        self.__pydantic_private__["_budget"] = Budget.of(value)
+        self.spend.budget = Budget.of(value)
+
+    def note_prefix(self, mark: Any) -> Any:
+        """Remember ``mark``, the print of a request's cacheable prefix (system prompt and
+        tools); returns the one before (``None``: the first request)."""
+        private = self.__pydantic_private__
+        before, private["_prefix_print"] = private["_prefix_print"], mark
+        return before
 
     @property
     def last_context_report(self) -> Any:
@@ -371,16 +502,17 @@ class Branch(BranchVerbs, Element):
     # -- signals ---------------------------------------------------------------------------------
     def observe(self, signal_type: type, callback: Callable[..., Any]) -> Any:
         """Subscribe to this branch's signals. Inside a session, this is the session's bus."""
-        if self._observer is None:
-            from .observer import SignalBus
+        attachment = self.attachment
+        if attachment.observer is None:
+            from ..runtime.observer import SignalBus
 
-            self._observer = SignalBus()
-        return self._observer.observe(signal_type, callback)
+            attachment.observer = SignalBus()
+        return attachment.observer.observe(signal_type, callback)
 
     def _schedule_emit(self, message: RoledMessage) -> None:
         """The message manager's callback: project an added message onto the observer."""
-        observer = self.__pydantic_private__["_observer"]
-        if observer is None:
+        attachment = self.__pydantic_private__["_attachment"]
+        if attachment is None or attachment.observer is None:
             return
         from ..protocols.messages import AssistantResponse
         from ..protocols.signals import MessageAdded
@@ -400,25 +532,14 @@ class Branch(BranchVerbs, Element):
                     "capability extraction failed on message %s", message.id, exc_info=True
                 )
         for signal in signals:
-            task = observer.dispatch(signal)
-            if task is not None:
-                self._pending_signals.add(task)
-                task.add_done_callback(self._pending_signals.discard)
+            attachment.dispatch(signal)
 
     def _emit_nowait(self, signal: Signal) -> None:
-        observer = self._observer
-        if observer is not None:
-            task = observer.dispatch(signal)
-            if task is not None:
-                self._pending_signals.add(task)
-                task.add_done_callback(self._pending_signals.discard)
+        self.attachment.dispatch(signal)
 
     async def _drain_signals(self) -> None:
         """Wait until every message signal scheduled so far has been delivered."""
-        import asyncio
-
-        while self._pending_signals:
-            await asyncio.gather(*list(self._pending_signals), return_exceptions=True)
+        await self.attachment.drain()
 
     # -- named operations ------------------------------------------------------------------------
     def get_operation(self, operation: str) -> Callable[..., Any] | None:
@@ -653,6 +774,11 @@ class Branch(BranchVerbs, Element):
         from ..mcp.connect import disconnect
 
         await disconnect(self, name)
+
+    @property
+    def connected_mcp(self) -> dict[str, MCPServer]:
+        """The MCP servers started for this branch, by name (`lion_nb.mcp.connect` keeps it)."""
+        return self.__pydantic_private__["_mcp_servers"]
 
     @property
     def mcp_servers(self) -> dict[str, Any]:

@@ -25,10 +25,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeAlias
 
-if TYPE_CHECKING:
-    from .session import Session
+#: a `lion_nb.session.session.Session`, which imports this module: not imported back
+#: (the two would import each other), so typed loosely here
+Session: TypeAlias = Any
 
 __all__ = ["aclose_session", "close_session", "session_models"]
 
@@ -39,9 +40,9 @@ def session_models(session: Session) -> list[Any]:
     """Every distinct model the member branches use (chat, parse, connected tools)."""
     seen: dict[int, Any] = {}
     for branch in session._branches:
-        manager = branch._imodel_manager
+        manager = branch.mdls
         candidates = [manager.chat, manager.parse]
-        for tool in branch._action_manager.registry.values():
+        for tool in branch.acts.registry.values():
             consulted = getattr(tool.func_callable, "imodel", None)
             if consulted is not None:
                 candidates.append(consulted)
@@ -61,10 +62,10 @@ async def aclose_session(session: Session) -> None:
     from ..mcp.connect import disconnect_all
 
     for owner in [session, *session._branches]:
-        if owner._mcp_servers:
+        if owner.connected_mcp:
             await disconnect_all(owner)
     for branch in list(session._branches):
-        await branch._drain_signals()
+        await branch.attachment.drain()
 
 
 def close_session(session: Session) -> asyncio.Task | None:

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 from uuid import UUID
 
 from pydantic import PrivateAttr
@@ -52,9 +52,13 @@ from ..operations.manager import OperationManager
 from ..operations.node import call_operation, resolve_operation, unknown_operation_hint
 from ..protocols.element import Element
 from ..protocols.pile import Pile
-from ._live import SESSIONS as _SESSIONS  # so that a refusal can name a branch's owner
+from ..runtime._live import SESSIONS as _SESSIONS  # so that a refusal can name a branch's owner
+from ..runtime.observer import SignalBus, Subscription
+from ..runtime.parts import Spend
 from .branch import Branch
-from .observer import SignalBus, Subscription
+
+if TYPE_CHECKING:
+    from ..mcp.server import MCPServer
 
 __all__ = ["Session"]
 
@@ -77,8 +81,9 @@ class Session(Element):
     _observer: SignalBus = PrivateAttr(default_factory=SignalBus)
     _hooks: Any = PrivateAttr(None)
     _memory: Any = PrivateAttr(None)
-    _ledger: Any = PrivateAttr(None)  # `lion_nb.session.ledger`, built when first needed
-    _budget: Any = PrivateAttr(None)
+    if TYPE_CHECKING:  # pydantic's `dict | None`: always the dict once built
+        __pydantic_private__: dict[str, Any]
+    _spend: Spend = PrivateAttr(default_factory=Spend)  # ledger and budget (`lion_nb.runtime`)
     _mcp_servers: dict = PrivateAttr(default_factory=dict)
 
     def __init__(
@@ -176,9 +181,9 @@ class Session(Element):
                 raise TypeError(
                     f"`include_branches` takes Branch objects, got {type(branch).__name__}."
                 )
-            owner = branch.__pydantic_private__["_owning_session_id"]
+            owner = branch.attachment.session_id
             if owner is not None and owner != self.id:
-                other = _SESSIONS.get(owner)
+                other = cast("Session | None", _SESSIONS.get(owner))  # it holds Sessions
                 other_label = _label_session(other) if other is not None else f"`{owner}`"
                 raise ConfigurationError(
                     f"Branch {_label(branch)} belongs to session {other_label}; it cannot also "
@@ -197,15 +202,12 @@ class Session(Element):
                 mine["_default_id"] = branch.id
 
     def _attach(self, branch: Branch) -> None:
-        # the private dicts directly: pydantic's path for private attributes costs
+        # the private dict directly: pydantic's path for private attributes costs
         # microseconds per access, which a batch pays once per item
-        mine, theirs = self.__pydantic_private__, branch.__pydantic_private__
-        theirs["_owning_session_id"] = self.id
-        theirs["_operation_manager"] = mine["_operation_manager"]
-        theirs["_observer"] = mine["_observer"]
-        theirs["_hooks"] = mine["_hooks"]
-        if theirs["_memory"] is None and mine["_memory"] is not None:
-            theirs["_memory"] = mine["_memory"]
+        mine = self.__pydantic_private__
+        branch.attach_to(
+            self.id, mine["_observer"], mine["_hooks"], mine["_operation_manager"], mine["_memory"]
+        )
         if branch.user is None and self.user is not None:
             branch.user = self.user
         if mine["_mcp_servers"]:  # the session's MCP servers serve its new member too
@@ -220,10 +222,7 @@ class Session(Element):
         logs, and returns ``None``."""
         target = self.get_branch(branch)
         self._branches.remove(target.id)
-        target._owning_session_id = None
-        target._observer = None
-        target._hooks = None
-        target._operation_manager = OperationManager()
+        target.detach()
         if self._mcp_servers:
             from ..mcp.connect import detach_tools
 
@@ -338,17 +337,17 @@ class Session(Element):
             )
         return await call_operation(func, kwargs)
 
-    # -- cost (lion_nb.session.ledger, lion_nb.session.budget) -----------------------------------
+    # -- cost (lion_nb.runtime.ledger, lion_nb.runtime.budget) -----------------------------------
     def cost(self) -> Any:
         """What the model calls of this session's branches cost: a `Cost`."""
-        from .ledger import session_ledger
+        from ..runtime.ledger import session_ledger
 
         return session_ledger(self).cost()
 
     def costs(self) -> Any:
         """One row per model call (``time``, ``branch``, ``model``, tokens, ``usd``), oldest
         first: a `CostRows` list; ``.to_dataframe()`` with the ``pandas`` extra."""
-        from .ledger import session_ledger
+        from ..runtime.ledger import session_ledger
 
         names = {str(b.id): b.name for b in self._branches}
         return session_ledger(self).as_rows(names)
@@ -356,13 +355,18 @@ class Session(Element):
     @property
     def budget(self) -> Any:
         """The `Budget` over every call of the session's branches (``None``: none)."""
-        return self.__pydantic_private__["_budget"]
+        return self.__pydantic_private__["_spend"].budget
 
     @budget.setter
     def budget(self, value: Any) -> None:
-        from .budget import Budget
+        from ..runtime.budget import Budget
 
-        self.__pydantic_private__["_budget"] = Budget.of(value)
+        self.spend.budget = Budget.of(value)
+
+    @property
+    def spend(self) -> Spend:
+        """What the session's branches spent and may spend: its ledger and budget."""
+        return self.__pydantic_private__["_spend"]
 
     # -- batches (lion_nb.session.batch, batch_api) ------------------------------------------------
     def map(self, items: Any, instruction: Any = None, **kwargs: Any) -> Any:
@@ -395,9 +399,9 @@ class Session(Element):
         Keywords: ``models``, ``checks``, ``repeat``, ``name`` (compare with the last run
         of that name and save under it), ``via``, ``concurrency``, ``price``, ``branch``,
         ``store``; the rest go to ``communicate``. See `lion_nb.evals`."""
-        import lion_nb  # the evaluation layer sits above the core: wired at the root
+        from .._lazy import upcall  # the evaluation layer sits above the core
 
-        return lion_nb._evaluate(self, cases, prompt, **kwargs)
+        return upcall("evaluate")(self, cases, prompt, **kwargs)
 
     def resume_batch(self, batch_id: str, **kwargs: Any) -> Any:
         """Take up a provider batch submitted earlier (in this kernel or before a restart)
@@ -429,6 +433,11 @@ class Session(Element):
         from ..mcp.connect import disconnect
 
         await disconnect(self, name)
+
+    @property
+    def connected_mcp(self) -> dict[str, MCPServer]:
+        """The MCP servers started for this session, by name (`lion_nb.mcp.connect` keeps it)."""
+        return self.__pydantic_private__["_mcp_servers"]
 
     @property
     def mcp_servers(self) -> dict[str, Any]:

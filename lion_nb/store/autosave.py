@@ -42,7 +42,9 @@ import logging
 import operator
 import warnings
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from concurrent.futures import Future
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 from uuid import UUID
 
 from ..protocols.messages import MUTATIONS
@@ -53,7 +55,16 @@ from .units import Stream, Unit
 if TYPE_CHECKING:
     from ..session.branch import Branch
     from ..session.session import Session
-    from .store import SessionStore
+
+
+class SessionStore(Protocol):
+    """The store as an autosaver writes to it (`lion_nb.store.store.SessionStore`, which
+    imports this module: named here by its shape, so the two do not import each other)."""
+
+    path: Path
+
+    def write(self, unit: Unit) -> Future[Any]: ...
+
 
 __all__ = ["Autosaver", "full_unit"]
 

@@ -39,7 +39,7 @@ class TurnSpend:
 
     def line(self) -> str:
         """The footer ("" before the turn's first priced call)."""
-        from ..session.ledger import format_usd
+        from ..runtime.ledger import format_usd
 
         if not self.calls:
             return ""

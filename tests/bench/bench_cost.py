@@ -26,7 +26,7 @@ CALLS = 2000
 
 def record_call_us(n: int = 50_000) -> float:
     from lion_nb import Session, iModel
-    from lion_nb.session.ledger import record_call
+    from lion_nb.runtime.ledger import record_call
 
     session = Session()
     branch = session.default_branch

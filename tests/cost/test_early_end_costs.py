@@ -15,7 +15,7 @@ import lion_nb
 from lion_nb import Budget, BudgetExceeded, Session, iModel
 from lion_nb.errors import ExecutionError, StreamInterruptedError
 from lion_nb.models.endpoints.base import streaming_to
-from lion_nb.session.budget import BudgetWarning
+from lion_nb.runtime.budget import BudgetWarning
 from lion_nb.tokens import estimate_message_tokens
 from tests.fakes.http_server import Script, openai_completion, openai_deltas
 
@@ -57,7 +57,7 @@ def test_a_stream_cut_short_is_recorded_with_an_estimated_usage(http_fake):
     cut_turn(branch, "Write a lot.", StreamInterruptedError)
     cost = branch.cost()
     assert cost.calls == 1 and cost.output_tokens >= 2500 and cost.usd > 0
-    rows = branch.__pydantic_private__["_ledger"].as_rows()
+    rows = branch.spend.ledger.as_rows()
     assert rows[0]["estimated"] is True
     answer = branch.messages[-1]
     assert answer.metadata["incomplete"] is True

@@ -10,7 +10,7 @@ import pytest
 
 from lion_nb import Budget, BudgetExceeded, Cost, LionError, Session, iModel
 from lion_nb.protocols.messages import AssistantResponse, Instruction
-from lion_nb.session.budget import BudgetWarning, budget_scope
+from lion_nb.runtime.budget import BudgetWarning, budget_scope
 from lion_nb.store.store import SessionStore
 from tests.fakes.http_server import Script, openai_completion
 

@@ -16,8 +16,8 @@ import pytest
 
 from lion_nb import Budget, BudgetExceeded, Session, iModel
 from lion_nb.errors import ConfigurationError, ExecutionError, ProviderError
-from lion_nb.session.budget import budget_scope
-from lion_nb.session.ledger import AFTER_RECORD
+from lion_nb.runtime.budget import budget_scope
+from lion_nb.runtime.ledger import AFTER_RECORD
 from lion_nb.tokens import estimate_tokens
 from tests.fakes.cli import FIXTURES, FakeCLI, fake_cli_on_path
 from tests.fakes.http_server import Script, anthropic_message, openai_completion

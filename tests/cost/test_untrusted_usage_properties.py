@@ -29,8 +29,8 @@ from hypothesis import strategies as st
 from lion_nb import Budget, BudgetExceeded, Session, iModel
 from lion_nb.errors import ConfigurationError
 from lion_nb.models.usage import USAGE_KEYS, anthropic_usage, openai_usage
-from lion_nb.session.budget import check_budgets
-from lion_nb.session.ledger import record_call
+from lion_nb.runtime.budget import check_budgets
+from lion_nb.runtime.ledger import record_call
 
 _PROPERTY = settings(
     max_examples=300,

@@ -10,7 +10,7 @@ import anyio
 
 from lion_nb import Session, iModel
 from lion_nb.protocols.signals import MessageAdded, RunEnd, emit_safely
-from lion_nb.session.observer import Observers, SignalBus
+from lion_nb.runtime.observer import Observers, SignalBus
 
 
 def broken(signal):

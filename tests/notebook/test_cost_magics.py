@@ -7,7 +7,7 @@ import pytest
 from traitlets import TraitError
 
 from lion_nb import BudgetExceeded, current_session
-from lion_nb.session.budget import BudgetWarning
+from lion_nb.runtime.budget import BudgetWarning
 from tests.notebook.nbshell import run, usage_error
 
 SETUP = """
@@ -137,7 +137,7 @@ def test_a_cell_budget_bounds_a_call_without_max_tokens_and_warns_from_the_cell(
     from pathlib import Path
 
     import lion_nb
-    from lion_nb.session.budget import BudgetWarning
+    from lion_nb.runtime.budget import BudgetWarning
 
     http_fake.routes.append(honoring_max_tokens)
     assert run(ip, HTTP_SETUP.format(url=http_fake.openai_url)).error is None

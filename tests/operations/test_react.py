@@ -27,7 +27,7 @@ from pydantic import BaseModel
 from lion_nb import Branch, RunEnd, RunFailed, RunStart, Signal, iModel
 from lion_nb.operations.communicate_op import communicate
 from lion_nb.operations.react import ReAct, ReActAnalysis, ReActStream, extension_bound
-from lion_nb.session.lifecycle import in_nested_turn
+from lion_nb.runtime.lifecycle import in_nested_turn
 
 
 class Answer(BaseModel):

@@ -34,8 +34,8 @@ from lion_nb.operations.run_op import run
 from lion_nb.operations.types import RunParam
 from lion_nb.protocols.messages import ActionRequest, AssistantResponse, Instruction
 from lion_nb.protocols.signals import MessageAdded, RunEnd, RunFailed, RunStart
+from lion_nb.runtime.lifecycle import nested_turns
 from lion_nb.session.branch import Branch
-from lion_nb.session.lifecycle import nested_turns
 from tests.operations.test_run import ProbeCLI, collect, make_branch, result, text, watch
 
 

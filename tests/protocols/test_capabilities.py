@@ -69,7 +69,11 @@ class StubBranch:
             system = System(system_message=system)
         if system is not None:
             self.msgs.set_system(system)
-        self._capability_grant = None
+        self.capability_grant = None
+
+    @property
+    def _capability_grant(self):  # the name a Branch's grant had before it was a part
+        return self.capability_grant
 
     @property
     def system(self):

@@ -59,6 +59,7 @@ import anyio
 import pytest
 
 from lion_nb.protocols.context_providers import (
+    BranchContext,
     ContextProvider,
     ContextProviderRegistry,
     ProviderReport,
@@ -80,10 +81,29 @@ class StubBranch:
         self.msgs = MessageManager()
         if system is not None:
             self.msgs.set_system(System(system_message=system))
-        self._providers = None
-        self._last_context_report = None
-        self._context_injection = None
-        self._capability_grant = None
+        self.context = BranchContext()
+        self.capability_grant = None
+
+    # the names a Branch's context had before it was a part (`BranchContext`)
+    @property
+    def _providers(self):
+        return self.context.providers
+
+    @_providers.setter
+    def _providers(self, value):
+        self.context.providers = value
+
+    @property
+    def _last_context_report(self):
+        return self.context.last_report
+
+    @_last_context_report.setter
+    def _last_context_report(self, value):
+        self.context.last_report = value
+
+    @property
+    def _context_injection(self):
+        return self.context.injection
 
     @property
     def system(self):

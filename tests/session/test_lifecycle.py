@@ -17,7 +17,7 @@ import pytest
 
 from lion_nb import Branch, MessageAdded, RunEnd, RunFailed, RunStart, Signal, iModel
 from lion_nb.errors import ExecutionError
-from lion_nb.session.lifecycle import nested_turns
+from lion_nb.runtime.lifecycle import nested_turns
 
 
 def _kinds(seen):

@@ -47,8 +47,8 @@ from lion_nb.models.imodel import iModel
 from lion_nb.operations.manager import OperationManager
 from lion_nb.protocols.memory import InMemoryStore
 from lion_nb.protocols.signals import MessageAdded, RunEnd, RunStart, Signal
+from lion_nb.runtime.observer import SignalBus
 from lion_nb.session.branch import Branch
-from lion_nb.session.observer import SignalBus
 from lion_nb.session.session import Session
 
 

@@ -12,7 +12,7 @@ import pytest
 from lion_nb import Session, iModel
 from lion_nb.errors import ExecutionError
 from lion_nb.protocols.signals import MessageAdded, RunFailed, Signal
-from lion_nb.session.lifecycle import observed_run
+from lion_nb.runtime.lifecycle import observed_run
 from lion_nb.widgets import SignalLog
 from tests.waiting import until
 

@@ -95,7 +95,7 @@ async def _operate(
     """``operate``, then -- when the model only called tools -- one follow-up exchange without
     tools that answers from their results, so the cell shows the answer (an instance of the
     response format when given), not operate's record of the calls. One observed run."""
-    from ...session.lifecycle import observed_run
+    from ...runtime.lifecycle import observed_run
 
     actions = bool(names) or bool(branch.tools)  # tools registered with `%lion tool` too
 
@@ -171,7 +171,7 @@ async def execute(plan: TurnPlan, view: Any, session: Any) -> Any:
     from ...models.endpoints import streaming_to
     from ...models.endpoints.base import thinking_to
     from ...protocols.signals import MessageAdded
-    from ...session.budget import budget_scope
+    from ...runtime.budget import budget_scope
 
     branch = plan.branch
     branch_id = str(branch.id)
@@ -221,7 +221,7 @@ def _cell_meter(plan: TurnPlan) -> Any:
     """The cell's ``--budget`` meter: one per turn, so a continued turn counts what it spent."""
     usd = plan.options.budget
     if plan.meter is None and usd is not None:
-        from ...session.budget import Budget, Meter
+        from ...runtime.budget import Budget, Meter
 
         plan.meter = Meter(Budget(usd=usd), "cell")
     return plan.meter

@@ -88,7 +88,7 @@ def _cost(magics: Any, args: Any) -> Table:
 def _cost_row(group: dict[str, Any]) -> dict[str, Any]:
     """One row of `%lion cost`; a group with estimated calls says how many, and its
     dollars are marked ``≈``."""
-    from ...session.ledger import format_usd
+    from ...runtime.ledger import format_usd
 
     usd = group["usd"]
     text = format_usd(usd, group["unpriced"]) if usd is None else f"${usd:.4f}"

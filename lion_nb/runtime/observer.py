@@ -24,7 +24,7 @@ __all__ = ["Observers", "SignalBus", "Subscription"]
 logger = logging.getLogger("lion_nb.signals")
 
 
-class Observers(list):
+class Observers(list[Callable[..., Any]]):
     """The callbacks called on every change of a run (`BatchRun.on_progress`,
     `EvalRun.on_change`); one that fails is logged to ``log`` as ``failure``, never breaks the
     run."""
@@ -100,7 +100,7 @@ class SignalBus:
         """Deliver ``signal`` and wait for every callback (errors logged, swallowed)."""
         await emit_safely(self._matching(signal), signal)
 
-    def dispatch(self, signal: Signal) -> asyncio.Task | None:
+    def dispatch(self, signal: Signal) -> asyncio.Task[None] | None:
         """Deliver now to sync callbacks; start a task for async ones (returned, to drain)."""
         pending = []
         for callback in self._matching(signal):

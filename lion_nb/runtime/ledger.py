@@ -34,12 +34,15 @@ from ..models.usage import finite_usd
 from ._live import SESSIONS
 
 if TYPE_CHECKING:
-    from .branch import Branch
-    from .session import Session
+    from .parts import Attached as Session
+    from .parts import Spender as Branch
 
 __all__ = ["Cost", "CostRows", "Ledger", "branch_ledger", "record_call", "session_ledger"]
 
 _MISSING: Any = object()
+#: a ledger row: (time, branch id, model, input, output, cache read, cache write, reasoning
+#: tokens, usd, estimated)
+Row = tuple[float, str, str, int, int, int, int, int, float | None, bool]
 log = logging.getLogger("lion_nb.ledger")
 
 
@@ -95,7 +98,7 @@ def format_usd(usd: float | None, unpriced: int = 0) -> str:
     return f"${usd:.4f}" if usd < 1 else f"${usd:,.2f}"
 
 
-class CostRows(list):
+class CostRows(list[dict[str, Any]]):
     """One dict per model call (``time``, ``branch``, ``branch_id``, ``model``, the token
     counts, ``usd``, ``estimated``); ``to_dataframe()`` with the ``pandas`` extra."""
 
@@ -154,7 +157,7 @@ class Ledger:
         #: the owning session (a weak reference) and its id, looked up once per owner
         self.owner: Any = None
         self.owner_id: Any = None
-        self.rows: list[tuple] = []
+        self.rows: list[Row] = []
         self.usd = 0.0
         self.calls = 0
         self.unpriced = 0
@@ -165,7 +168,7 @@ class Ledger:
         #: ``(request, estimate)`` of the call a budget last admitted (`budget.note_usage`)
         self.admitted: tuple[Any, int] | None = None
 
-    def add(self, row: tuple) -> None:
+    def add(self, row: Row) -> None:
         self.rows.append(row)
         self.calls += 1
         usd = row[8]
@@ -214,7 +217,7 @@ def _count(value: Any) -> int:
 _COUNTS_OF = operator.itemgetter(*_COUNTS)
 
 
-def _row(branch_id: str, model: str, usage: Any, usd: float | None, when: float) -> tuple:
+def _row(branch_id: str, model: str, usage: Any, usd: float | None, when: float) -> Row:
     """One ledger row. A normalized usage holds the five counts as ints (one look-up for
     all five); anything else is coerced (slow path)."""
     if usage.__class__ is not dict and not isinstance(usage, dict):
@@ -234,10 +237,10 @@ def _row(branch_id: str, model: str, usage: Any, usd: float | None, when: float)
 
 def branch_ledger(branch: Branch) -> Ledger:
     """The branch's ledger; a restored branch's is rebuilt from its messages once."""
-    private = branch.__pydantic_private__
-    ledger = private.get("_ledger")
+    spend = branch.spend
+    ledger: Ledger | None = spend.ledger
     if ledger is None:
-        ledger = private["_ledger"] = Ledger(branch.id_text)
+        ledger = spend.ledger = Ledger(branch.id_text)
         for message in branch.messages:
             meta = message.metadata
             if "cost_usd" not in meta or meta.get("clone_from") or "usage" not in meta:
@@ -247,7 +250,7 @@ def branch_ledger(branch: Branch) -> Ledger:
             model = str(meta.get("model") or "?")
             ledger.add(_row(ledger.branch_id, model, meta["usage"], usd, when))
         session = _owner(branch)
-        mine = session.__pydantic_private__.get("_ledger") if session is not None else None
+        mine = session.spend.ledger if session is not None else None
         if mine is not None:
             for row in ledger.rows:
                 mine.add(row)
@@ -256,14 +259,14 @@ def branch_ledger(branch: Branch) -> Ledger:
 
 def session_ledger(session: Session) -> Ledger:
     """The session's ledger: its branches' calls, kept as they are recorded."""
-    private = session.__pydantic_private__
-    ledger = private.get("_ledger")
+    spend = session.spend
+    ledger: Ledger | None = spend.ledger
     if ledger is None:
         ledger = Ledger()
         for branch in session.branches:
             for row in branch_ledger(branch).rows:
                 ledger.add(row)
-        private["_ledger"] = ledger
+        spend.ledger = ledger
     return ledger
 
 
@@ -274,16 +277,15 @@ AFTER_RECORD: list[Callable[[Any, Any, float | None, int], None]] = []
 
 def _owner(branch: Branch) -> Session | None:
     """The session that owns ``branch`` (``None``: none), remembered by its ledger."""
-    private = branch.__pydantic_private__
-    owner = private.get("_owning_session_id")
+    owner = branch.attachment.session_id
     if owner is None:
         return None
-    ledger = private.get("_ledger") or branch_ledger(branch)
+    ledger: Ledger = branch.spend.ledger or branch_ledger(branch)
     if ledger.owner_id is owner or ledger.owner_id == owner:  # `is`: no UUID.__eq__ call
-        session = ledger.owner()
-        if session is not None:
-            return session
-    session = SESSIONS.get(owner)
+        known: Session | None = ledger.owner()
+        if known is not None:
+            return known
+    session: Session | None = SESSIONS.get(owner)
     if session is not None:
         import weakref
 
@@ -335,13 +337,12 @@ def record_call(
             usd = _checked_price(pricer, usage, usd)
     if usd is not None and discount != 1.0:
         usd *= discount
-    private = branch.__pydantic_private__
-    ledger = private.get("_ledger") or branch_ledger(branch)
+    ledger = branch.spend.ledger or branch_ledger(branch)
     row = _row(ledger.branch_id, pricer.label, usage, usd, time.time())
     ledger.add(row)
     session = _owner(branch)
     if session is not None:
-        mine = session.__pydantic_private__.get("_ledger")
+        mine = session.spend.ledger
         if mine is not None:
             mine.add(row)
     for hook in AFTER_RECORD:
@@ -351,4 +352,5 @@ def record_call(
             raise
         except Exception:  # a broken hook must not break the call it accounts for
             log.warning("the ledger hook %r failed", hook, exc_info=True)
-    return usd
+    price: float | None = usd  # a finite number >= 0 by now, or None
+    return price

@@ -29,7 +29,7 @@ from ..protocols.element import new_id
 from ..protocols.signals import RunEnd, RunFailed, RunStart, Signal
 
 if TYPE_CHECKING:
-    from .branch import Branch
+    from .parts import Spender as Branch
 
 __all__ = ["RunLifecycle", "in_nested_turn", "nested_turns", "observed_run"]
 
@@ -74,7 +74,7 @@ class RunLifecycle:
         self.branch = branch
         self.operation = operation
         self.run_id = new_id().hex
-        self.active = branch._observer is not None and not in_nested_turn(branch)
+        self.active = branch.attachment.observer is not None and not in_nested_turn(branch)
         self.started = 0.0
         self.terminated = False
 
@@ -105,12 +105,14 @@ class RunLifecycle:
             return
         duration = time.perf_counter() - self.started
         with anyio.CancelScope(shield=True):
-            await self.branch._drain_signals()
-            await _emit(self.branch, cls(**self._base(), duration=duration, **extra))
+            await self.branch.attachment.drain()
+            # ``cls`` is RunEnd or RunFailed, both with a ``duration``
+            signal = cls(**self._base(), duration=duration, **extra)  # type: ignore[call-arg]
+            await _emit(self.branch, signal)
 
 
 async def _emit(branch: Branch, signal: Signal) -> None:
-    observer = branch._observer
+    observer = branch.attachment.observer
     if observer is not None:
         try:
             await observer.emit(signal)
@@ -122,8 +124,7 @@ async def _emit(branch: Branch, signal: Signal) -> None:
 
 async def observed_run(branch: Branch, awaitable: Awaitable[T], operation: str) -> T:
     """Await ``awaitable`` as one observed run of ``operation`` on ``branch``."""
-    # the private dict, not pydantic's attribute look-up: every turn passes here
-    if branch.__pydantic_private__["_observer"] is None or in_nested_turn(branch):
+    if branch.attachment.observer is None or in_nested_turn(branch):
         return await awaitable
     life = RunLifecycle(branch, operation)
     await life.start()

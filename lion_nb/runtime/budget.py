@@ -33,6 +33,7 @@ import sys
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -41,8 +42,8 @@ from ..errors import BudgetExceeded, ConfigurationError
 from .ledger import AFTER_RECORD, _owner, branch_ledger
 
 if TYPE_CHECKING:
-    from .branch import Branch
-    from .session import Session
+    from .parts import Attached as Session
+    from .parts import Spender as Branch
 
 __all__ = [
     "Budget",
@@ -189,11 +190,11 @@ def _applying(branch: Branch, session: Session | None) -> list[tuple[Budget, str
     from .ledger import session_ledger
 
     found: list[tuple[Budget, str, Any]] = []
-    budget = branch.__pydantic_private__.get("_budget")
+    budget = branch.spend.budget
     if budget is not None:
         found.append((budget, "branch", branch_ledger(branch)))
     if session is not None:
-        budget = session.__pydantic_private__.get("_budget")
+        budget = session.spend.budget
         if budget is not None:
             found.append((budget, "session", session_ledger(session)))
     found.extend((m.budget, m.where, m) for m in _SCOPES.get())
@@ -211,7 +212,7 @@ def estimate_input(branch: Branch, request: Any) -> tuple[int, int]:
     since. The estimate of a conversation's history is incremental (`lion_nb.tokens`), so
     this costs the new messages, not the whole history. Returns ``(estimate, raised)``."""
     est = _request_tokens(request)
-    ledger = branch.__pydantic_private__.get("_ledger")
+    ledger = branch.spend.ledger
     anchor = ledger.anchor if ledger is not None else None
     if anchor is not None and est >= anchor[0]:  # the history went on from that call
         return est, est + anchor[1]
@@ -223,7 +224,7 @@ def note_usage(branch: Branch, request: Any, response: Any) -> None:
     (only for a call a budget admitted: no budget, nothing to do)."""
     if not _MADE[0]:
         return
-    ledger = branch.__pydantic_private__.get("_ledger")
+    ledger = branch.spend.ledger
     admitted = ledger.admitted if ledger is not None else None
     if admitted is None or admitted[0] is not request:
         return
@@ -272,18 +273,18 @@ def check_budgets(branch: Branch, imodel: Any, request: Any) -> None:
     no ``max_tokens`` is given the largest one every budget that applies leaves room for."""
     if not _MADE[0]:
         return
-    private = branch.__pydantic_private__
+    spend = branch.spend
     session = None
-    if private.get("_owning_session_id") is not None:
+    if branch.attachment.session_id is not None:
         session = _owner(branch)
     if (
-        private.get("_budget") is None
+        spend.budget is None
         and not _SCOPES.get()
-        and (session is None or session.__pydantic_private__.get("_budget") is None)
+        and (session is None or session.spend.budget is None)
     ):
         return
     raw, est_in = estimate_input(branch, request)
-    (private.get("_ledger") or branch_ledger(branch)).admitted = (request, raw)
+    (spend.ledger or branch_ledger(branch)).admitted = (request, raw)
     max_tokens = _max_tokens(imodel, request)
     label = f"{imodel.provider}/{imodel.model}"
     applying = _applying(branch, session)
@@ -369,7 +370,7 @@ def fitting_requests(
     calls cannot be stopped one by one."""
     if not _MADE[0]:
         return len(requests), None
-    if session is None and branch.__pydantic_private__.get("_owning_session_id") is not None:
+    if session is None and branch.attachment.session_id is not None:
         session = _owner(branch)
     # the items run on clones of ``branch``: its own budget is not theirs (as in a live run)
     applying = [found for found in _applying(branch, session) if found[1] != "branch"]
@@ -505,8 +506,8 @@ def after_call(branch: Branch, session: Session | None, usd: float | None, token
         meter.add(usd, tokens)
     if (
         not scopes
-        and branch.__pydantic_private__.get("_budget") is None
-        and (session is None or session.__pydantic_private__.get("_budget") is None)
+        and branch.spend.budget is None
+        and (session is None or session.spend.budget is None)
     ):
         return
     for budget, where, spend in _applying(branch, session):
@@ -530,13 +531,14 @@ def after_call(branch: Branch, session: Session | None, usd: float | None, token
 _INSIDE = tuple(
     os.path.dirname(os.path.abspath(path)) + os.sep
     for path in (sys.modules["lion_nb"].__file__, asyncio.__file__, anyio.__file__)
+    if path is not None
 )
 
 
 def _caller_level() -> int:
     """The ``stacklevel`` that attributes a warning of `after_call` to the first frame
     outside lion_nb (the user's cell or script), not to a line of the ledger."""
-    frame = sys._getframe(2)  # after_call's caller
+    frame: FrameType | None = sys._getframe(2)  # after_call's caller
     level = 2
     while frame is not None and frame.f_code.co_filename.startswith(_INSIDE):
         frame = frame.f_back
