@@ -46,6 +46,13 @@ def streamed_blocks(events: list[str]) -> list[dict[str, Any]]:
                     block["signature"] = delta["signature"]
                 elif delta["type"] == "text_delta":
                     block["text"] += delta["text"]
+                elif delta["type"] == "citations_delta":
+                    block.setdefault("citations", []).append(delta["citation"])
+                elif delta["type"] == "input_json_delta":
+                    block.setdefault("_json", []).append(delta["partial_json"])
+            elif kind == "content_block_stop" and "_json" in blocks[index]:
+                partial = "".join(blocks[index].pop("_json"))
+                blocks[index]["input"] = json.loads(partial) if partial.strip() else {}
     return [blocks[i] for i in sorted(blocks)]
 
 

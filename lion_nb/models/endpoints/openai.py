@@ -71,6 +71,7 @@ from urllib.parse import urlsplit
 from httpx_sse import ServerSentEvent
 
 from ...errors import ConfigurationError, ProviderError
+from ..citations import CITATIONS, chat_citations
 from ..media import text_only
 from ..reasoning import RECORD
 from ..usage import openai_usage
@@ -349,6 +350,11 @@ class OpenAIEndpoint(HTTPEndpoint):
         message = _field(choice, "message", dict) or {}
         usage = _field(data, "usage", dict) or {}
         thinking = message.get("reasoning_content") or message.get("reasoning")
+        metadata: dict[str, Any] = {}
+        if isinstance(thinking, str) and thinking:
+            metadata["thinking"] = thinking
+        if citations := chat_citations(message):
+            metadata[CITATIONS] = citations
         return ModelResponse(
             text=_content_text(message.get("content")),
             tool_calls=[_tool_call(tc) for tc in _field(message, "tool_calls", list) or []],
@@ -357,7 +363,7 @@ class OpenAIEndpoint(HTTPEndpoint):
             model=data.get("model") or self.model,
             finish_reason=choice.get("finish_reason"),
             request_id=request_id,
-            metadata={"thinking": thinking} if isinstance(thinking, str) and thinking else {},
+            metadata=metadata,
         )
 
 
