@@ -228,15 +228,7 @@ class OpenAIEndpoint(HTTPEndpoint):
         auth = self.request_auth()
         notes: list[str] = []
         request = self._media_for_model(request, notes)
-        options = {k: v for k, v in request.options.items() if v is not None}
-        stream = bool(options.pop("stream", False)) or request.stream or wants_stream()
-        effort = options.pop("reasoning", None)
-        cache_key = (
-            request.cache_key if self.preset is None and getattr(self, "cache", True) else None
-        )
-        body = responses_api.responses_body(
-            self.model, request, options, stream=stream, effort=effort, cache_key=cache_key
-        )
+        body, stream = self._responses_body(request)
         if stream:
             reply = await self._http.post_stream(
                 "/responses",
@@ -250,13 +242,29 @@ class OpenAIEndpoint(HTTPEndpoint):
             reply = await self._http.post_json(
                 "/responses", body, self.headers, auth=auth, key_hint=self.key_hint
             )
-        if error_fields(reply.data)[0] is not None and not (reply.data or {}).get("output"):
-            raise error_from_payload(self.name, None, reply.data, request_id=reply.request_id)
-        response = self.read_answer(
-            responses_api.read_response, reply.data, reply.request_id, self.model
-        )
+        response = self._read_responses(reply.data, reply.request_id)
         response.notes.extend(notes)
         return response
+
+    def _responses_body(self, request: ChatRequest) -> tuple[dict[str, Any], bool]:
+        """The Responses API body for ``request``, and whether it streams (a provider batch
+        sends the same body, `lion_nb.models.endpoints.batches`)."""
+        options = {k: v for k, v in request.options.items() if v is not None}
+        stream = bool(options.pop("stream", False)) or request.stream or wants_stream()
+        effort = options.pop("reasoning", None)
+        cache_key = (
+            request.cache_key if self.preset is None and getattr(self, "cache", True) else None
+        )
+        body = responses_api.responses_body(
+            self.model, request, options, stream=stream, effort=effort, cache_key=cache_key
+        )
+        return body, stream
+
+    def _read_responses(self, data: Any, request_id: str | None) -> ModelResponse:
+        """A Responses API answer (live or a batch's result line) as a `ModelResponse`."""
+        if error_fields(data)[0] is not None and not (data or {}).get("output"):
+            raise error_from_payload(self.name, None, data, request_id=request_id)
+        return self.read_answer(responses_api.read_response, data, request_id, self.model)
 
     def _media_for_model(self, request: ChatRequest, notes: list[str]) -> ChatRequest:
         """``request`` with its images and files as descriptions when the model reads none."""
