@@ -96,7 +96,8 @@ def _url_annotations(found: _Numbering, annotations: Any, offset: int) -> None:
         if not isinstance(note, dict) or note.get("type") != "url_citation":
             continue
         # Chat Completions nests the fields under `url_citation`; the Responses API is flat
-        fields = note.get("url_citation") if isinstance(note.get("url_citation"), dict) else note
+        nested = note.get("url_citation")
+        fields: dict[str, Any] = nested if isinstance(nested, dict) else note
         url, end = fields.get("url"), fields.get("end_index")
         found.add(
             ("url", url),

@@ -202,8 +202,10 @@ class BatchService:
         body.pop("stream_options", None)
         return body
 
-    def _build(self, request: ChatRequest) -> tuple[Any, ...]:
-        return self.endpoint._body(request)
+    def _build(self, request: ChatRequest) -> Any:
+        """The endpoint's own request builder's result (body first)."""
+        endpoint: Any = self.endpoint  # each provider's endpoint has its own `_body`
+        return endpoint._body(request)
 
     # -- the provider-specific parts -----------------------------------------------------------
     async def submit(
@@ -271,10 +273,9 @@ class OpenAIBatches(BatchService):
     def _path(self) -> str:
         return "/v1/responses" if self._responses else "/v1/chat/completions"
 
-    def _build(self, request: ChatRequest) -> tuple[Any, ...]:
-        if self._responses:
-            return self.endpoint._responses_body(request)  # type: ignore[attr-defined]
-        return self.endpoint._body(request)
+    def _build(self, request: ChatRequest) -> Any:
+        endpoint: Any = self.endpoint
+        return endpoint._responses_body(request) if self._responses else endpoint._body(request)
 
     async def submit(
         self, requests: list[tuple[str, ChatRequest]], metadata: dict[str, str] | None = None
@@ -356,7 +357,9 @@ class OpenAIBatches(BatchService):
         if outcome.error is not None:
             raise outcome.error
         if self._responses:
-            return self.endpoint._read_responses(outcome.body, outcome.request_id)  # type: ignore[attr-defined]
+            endpoint: Any = self.endpoint
+            read: ModelResponse = endpoint._read_responses(outcome.body, outcome.request_id)
+            return read
         return self.endpoint._response(outcome.body, outcome.request_id)
 
 
