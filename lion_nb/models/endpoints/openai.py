@@ -528,6 +528,7 @@ class _ChatStream(StreamReader):
         super().__init__(provider, request_id)
         self.head: dict[str, Any] = {}
         self.reasoning: list[str] = []
+        self.annotations: list[Any] = []  # URL citations, where a server streams them
         self.tools: dict[int, dict[str, Any]] = {}
         self.finish_reason: str | None = None
         self.usage: dict[str, Any] | None = None
@@ -574,6 +575,7 @@ class _ChatStream(StreamReader):
         if reasoning := delta.get("reasoning_content") or delta.get("reasoning"):
             self.reasoning.append(str(reasoning))
             emit_thinking_delta(str(reasoning))
+        self.annotations.extend(_field(delta, "annotations", list) or ())
         for fragment in _field(delta, "tool_calls", list) or []:
             self._tool_fragment(_field(fragment, "tool_calls[]", dict, whole=True))
         if choice.get("finish_reason"):
@@ -624,6 +626,8 @@ class _ChatStream(StreamReader):
             message["tool_calls"] = [self.tools[i] for i in sorted(self.tools)]
         if self.reasoning:
             message["reasoning_content"] = "".join(self.reasoning)
+        if self.annotations:
+            message["annotations"] = self.annotations
         return {
             **self.head,
             "object": "chat.completion",

@@ -276,3 +276,27 @@ def test_chat_completions_message_annotations(http_fake):
         {"n": 1, "title": "D", "url": "https://d.org", "cited_text": None, "kind": "url", "end": 12}
     ]
     assert b"url_citation" not in http_fake.requests[1].raw
+
+
+def test_chat_completions_streamed_annotations(http_fake):
+    note = {
+        "type": "url_citation",
+        "url_citation": {"start_index": 0, "end_index": 3, "url": "https://d.org", "title": "D"},
+    }
+    head = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": "gpt-4o-mini"}
+
+    def chunk(delta: dict, finish: str | None = None) -> str:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish}
+        return "data: " + json.dumps({**head, "choices": [choice]})
+
+    events = [
+        chunk({"role": "assistant", "content": "See"}),
+        chunk({"content": " the docs.", "annotations": [note]}),
+        chunk({}, "stop"),
+        "data: [DONE]",
+    ]
+    http_fake.push(events=events)
+    branch = Branch(chat_model=gpt(http_fake.openai_url, api="chat", stream=True))
+    assert anyio.run(lambda: branch.communicate("Docs?")) == "See the docs."
+    [cite] = answer_of(branch).metadata["citations"]
+    assert cite["url"] == "https://d.org" and cite["end"] == 3 and cite["n"] == 1
