@@ -10,8 +10,10 @@ from __future__ import annotations
 import json
 
 import anyio
+import pytest
 
 from lion_nb import Branch, Session, iModel
+from lion_nb.errors import ExecutionError
 from lion_nb.models.cassettes import cassette
 from lion_nb.store.store import SessionStore
 from tests.fakes.anthropic_thinking import ThinkingAPI, compact, streamed_blocks
@@ -131,6 +133,20 @@ def test_web_search_keeps_its_server_blocks_for_the_next_turn_and_cites_the_resu
     assert compact(blocks[1]) in second.raw and compact(blocks[2]) in second.raw
     assert "".join(b["text"] for b in turn if b["type"] == "text") == said
     assert b"cited_text" not in second.raw
+
+
+def test_the_fake_refuses_a_turn_without_the_search_result(http_fake):
+    """The check the test above relies on can fail: a dropped result is refused with 400."""
+    api = ThinkingAPI(http_fake, [SEARCH, anthropic_message("Yes.")])
+    branch = Branch(chat_model=claude(http_fake.anthropic_url))
+    anyio.run(lambda: branch.communicate("What is the latest Python?"))
+    answer = answer_of(branch)
+    items = answer.metadata["reasoning_record"]["items"]
+    kept = [b for b in items if b["type"] != "web_search_tool_result"]
+    answer.metadata = {**answer.metadata, "reasoning_record": {"api": "anthropic", "items": kept}}
+    with pytest.raises(ExecutionError):
+        anyio.run(lambda: branch.communicate("Thanks.", stream=False))
+    assert api.refusals and "web_search_tool_result" in api.refusals[0]
 
 
 def test_citations_survive_to_dict_from_dict_and_the_store(http_fake, tmp_path):
