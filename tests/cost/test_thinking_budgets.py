@@ -106,3 +106,26 @@ def test_the_ledger_prices_claudes_thinking_as_output(http_fake):
     anyio.run(branch.communicate, "What's the weather in Paris?")
     # 618 input, 142 output with the thinking inside
     assert branch.messages[-1].metadata["cost_usd"] == pytest.approx((618 + 142 * 10.0) / 1e6)
+
+
+def test_a_provider_batch_counts_each_items_thinking_allowance(http_fake):
+    from tests.fakes.batch_api import BatchEmulator
+
+    BatchEmulator(http_fake)
+    session = Session()
+    url = http_fake.openai_url
+    session.default_branch.chat_model = gpt(url, api="chat", reasoning="low")
+    session.budget = Budget(tokens=10_000, warn_at=None)
+
+    async def main():
+        run = session.map(
+            [f"item {i}" for i in range(10)], "Say {item}", via="batch", poll_interval=0.01
+        )
+        await run
+        return run
+
+    run = anyio.run(main)
+    # each item may think 2,048 tokens: four fit in 10,000, not ten
+    done = [r for r in run.items if r.status == "done"]
+    assert len(done) == 4
+    assert {r.reason for r in run.items if r.status == "pending"} == {"not started (budget)"}
