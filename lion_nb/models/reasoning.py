@@ -11,13 +11,23 @@ An answer's reasoning comes back in two parts (both in ``ModelResponse.metadata`
 message's ``metadata``): ``thinking``, the readable summary, and `RECORD`, the provider's own
 opaque items (encrypted reasoning, signatures) that the next request must send back exactly
 as received and in place, ``{"api": ..., "items": [...]}``.
+
+A budget counts a call's thinking as output it may spend (`thinking_allowance`): the API's own
+``thinking: {"budget_tokens": N}`` when given, else the level's allowance, which is the
+thinking budget Claude's ``enabled`` form is sent with for that level (1024, 2048, 8192,
+16384 tokens); adaptive thinking with no level is allowed the ``high`` one. OpenAI's effort
+levels have no fixed bound, so the same allowances stand for them; a call that sets
+``max_tokens`` is bounded by it instead, since both APIs count thinking inside that limit.
 """
 
 from __future__ import annotations
 
-from ..errors import ConfigurationError
+from typing import Any
 
-__all__ = ["LEVELS", "RECORD", "check_reasoning"]
+from ..errors import ConfigurationError
+from .anthropic_thinking import BUDGETS
+
+__all__ = ["LEVELS", "RECORD", "check_reasoning", "thinking_allowance"]
 
 #: the levels ``reasoning=`` takes
 LEVELS = ("minimal", "low", "medium", "high")
@@ -32,3 +42,22 @@ def check_reasoning(value: object) -> str | None:
     raise ConfigurationError(
         f"`reasoning={value!r:.40}`: use one of {', '.join(map(repr, LEVELS))} (or None)."
     )
+
+
+def thinking_allowance(options: dict[str, Any]) -> int:
+    """The output tokens a call's thinking may take, from its options (``thinking=`` first,
+    then ``reasoning=``); 0 for a call that does not think (see the module docstring)."""
+    thinking = options.get("thinking")
+    if isinstance(thinking, dict):
+        kind = thinking.get("type")
+        budget = thinking.get("budget_tokens")
+        if kind == "enabled" and isinstance(budget, int) and not isinstance(budget, bool):
+            return max(budget, 0)
+        if kind == "disabled":
+            return 0
+        if kind not in ("enabled", "adaptive"):
+            return 0
+        level = options.get("reasoning")
+        return BUDGETS[level] if level in BUDGETS else BUDGETS["high"]
+    level = options.get("reasoning")
+    return BUDGETS[level] if isinstance(level, str) and level in BUDGETS else 0

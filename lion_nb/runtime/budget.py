@@ -7,8 +7,9 @@ and branch budgets count everything their ledger holds; a scope counts the calls
 inside it.
 
 Before each model call, the spend so far plus the call's own worst case (its estimated
-input, all uncached, plus its ``max_tokens``) is checked against every budget that applies
-(`check_budgets`). The input estimate starts from the branch's last real count
+input, all uncached, plus its ``max_tokens``, or with no ``max_tokens`` its thinking
+allowance, `lion_nb.models.reasoning.thinking_allowance`, and the least output) is checked
+against every budget that applies (`check_budgets`). The input estimate starts from the branch's last real count
 (`estimate_input`), so a server that counts more than the offline estimate cannot carry a
 call past a budget; a call with no ``max_tokens`` is given one that fits when its budgets
 leave less than `OUTPUT_BOUND` tokens of room, and is refused when they leave under
@@ -261,6 +262,15 @@ def _max_tokens(imodel: Any, request: Any) -> int | None:
     return value if isinstance(value, int) else None
 
 
+def _thinking(imodel: Any, request: Any) -> int:
+    """The output tokens the call's thinking may take besides its answer (no ``max_tokens``
+    bounds it here: both APIs count thinking inside that limit)."""
+    from ..models.reasoning import thinking_allowance
+
+    options = {**(getattr(imodel, "options", None) or {}), **(request.options or {})}
+    return thinking_allowance(options)
+
+
 #: the least output a call is started with when a budget has to bound it
 MIN_OUTPUT = 16
 #: a call with no ``max_tokens`` is given one only when its budgets leave less room than
@@ -289,11 +299,13 @@ def check_budgets(branch: Branch, imodel: Any, request: Any) -> None:
     label = f"{imodel.provider}/{imodel.model}"
     applying = _applying(branch, session)
     if max_tokens is None:
-        max_tokens = _fitting_output(applying, imodel, est_in, label)
+        thinking = _thinking(imodel, request)  # output the call may think before it answers
+        max_tokens = _fitting_output(applying, imodel, est_in, label, thinking)
         if max_tokens is not None:
+            max_tokens += thinking  # the limit bounds thinking and answer together
             request.options = {**(request.options or {}), "max_tokens": max_tokens}
-        else:  # unbounded: at least the least output a call is started with must fit
-            max_tokens = MIN_OUTPUT
+        else:  # unbounded: its thinking and the least output it is started with must fit
+            max_tokens = thinking + MIN_OUTPUT
     _, crossed = _first_crossed(applying, imodel, imodel.pricer, label, est_in, max_tokens)
     if crossed is None:
         return
@@ -384,7 +396,7 @@ def fitting_requests(
     for n, request in enumerate(requests):
         est_in = _request_tokens(request)
         limit = _max_tokens(imodel, request)
-        max_tokens = MIN_OUTPUT if limit is None else limit
+        max_tokens = _thinking(imodel, request) + MIN_OUTPUT if limit is None else limit
         worst_usd, crossed = _first_crossed(
             applying,
             imodel,
@@ -432,11 +444,15 @@ def _check_priced(imodel: Any, budget: Budget, where: str, label: str) -> None:
 
 
 def _fitting_output(
-    applying: list[tuple[Budget, str, Any]], imodel: Any, est_in: int, label: str
+    applying: list[tuple[Budget, str, Any]],
+    imodel: Any,
+    est_in: int,
+    label: str,
+    thinking: int = 0,
 ) -> int | None:
-    """The most output tokens every budget leaves room for after this call's input
-    when that is under `OUTPUT_BOUND` (``None``: no budget needs to bound it);
-    `BudgetExceeded` when it is under `MIN_OUTPUT`."""
+    """The most answer tokens every budget leaves room for after this call's input and its
+    ``thinking`` allowance when that is under `OUTPUT_BOUND` (``None``: no budget needs to
+    bound it); `BudgetExceeded` when it is under `MIN_OUTPUT`."""
     room: int | None = None
     hit: tuple[Budget, str, Any, str] | None = None
     base = per_token = None
@@ -446,14 +462,14 @@ def _fitting_output(
             if base is None:
                 _check_priced(imodel, budget, where, label)
                 pricer = imodel.pricer
-                base = pricer.worst_case(est_in, 0) or 0.0
-                per_token = ((pricer.worst_case(est_in, 1_000_000) or 0.0) - base) / 1e6
+                base = pricer.worst_case(est_in, thinking) or 0.0  # thinking: output price
+                per_token = ((pricer.worst_case(est_in, thinking + 1_000_000) or 0.0) - base) / 1e6
             if per_token and usd + base <= budget.usd:
                 fits = int((budget.usd - usd - base) / per_token)
                 if room is None or fits < room:
                     room, hit = fits, (budget, where, spend, "usd")
-        if budget.tokens is not None and tokens + est_in <= budget.tokens:
-            fits = budget.tokens - tokens - est_in
+        if budget.tokens is not None and tokens + est_in + thinking <= budget.tokens:
+            fits = budget.tokens - tokens - est_in - thinking
             if room is None or fits < room:
                 room, hit = fits, (budget, where, spend, "tokens")
     if room is None or hit is None or room >= OUTPUT_BOUND:
@@ -464,9 +480,10 @@ def _fitting_output(
     usd, tokens, _ = _spent(spend)
     limit = f"${budget.usd:g}" if kind == "usd" else f"{budget.tokens:,} tokens"
     spent = f"${usd:.4f} spent" if kind == "usd" else f"{tokens:,} used"
+    thought = f" and its thinking allowance of {thinking:,} tokens" if thinking else ""
     raise BudgetExceeded(
         f"The {where} budget of {limit} is reached: {spent}, and after this call's input "
-        f"(about {est_in:,} tokens) it leaves room for {room} output tokens, under the "
+        f"(about {est_in:,} tokens){thought} it leaves room for {room} output tokens, under the "
         f"{MIN_OUTPUT} a call of `{label}` is started with. It was not started; nothing of it "
         f"is recorded. {_raise_hint(where, kind)}",
         budget=budget,
@@ -476,7 +493,7 @@ def _fitting_output(
         limit=kind,
         needed=(base or 0.0) + MIN_OUTPUT * (per_token or 0.0)
         if kind == "usd"
-        else est_in + MIN_OUTPUT,
+        else est_in + thinking + MIN_OUTPUT,
     )
 
 

@@ -7,7 +7,9 @@ their ``signature``) and ``redacted_thinking`` blocks it sent must come back in 
 request unchanged (the same JSON bytes) and at the start of their assistant turn, in the order
 they came. A request that edits a signature or a thought gets 400 ``invalid_request_error``
 ("Invalid `signature` in `thinking` block"); one that drops or moves a block gets the 400 the
-API gives when an assistant turn does not start with its thinking.
+API gives when an assistant turn does not start with its thinking. A server tool's blocks
+(``server_tool_use``, ``web_search_tool_result``) it sent must come back too, unchanged, or
+the request gets the 400 the API gives a search result whose encrypted content was changed.
 """
 
 from __future__ import annotations
@@ -46,6 +48,13 @@ def streamed_blocks(events: list[str]) -> list[dict[str, Any]]:
                     block["signature"] = delta["signature"]
                 elif delta["type"] == "text_delta":
                     block["text"] += delta["text"]
+                elif delta["type"] == "citations_delta":
+                    block.setdefault("citations", []).append(delta["citation"])
+                elif delta["type"] == "input_json_delta":
+                    block.setdefault("_json", []).append(delta["partial_json"])
+            elif kind == "content_block_stop" and "_json" in blocks[index]:
+                partial = "".join(blocks[index].pop("_json"))
+                blocks[index]["input"] = json.loads(partial) if partial.strip() else {}
     return [blocks[i] for i in sorted(blocks)]
 
 
@@ -55,6 +64,7 @@ class ThinkingAPI:
     def __init__(self, fake: FakeProvider, replies: list[str | dict[str, Any]]):
         self.replies = list(replies)
         self.sent: list[list[dict[str, Any]]] = []  # per answer, its thinking blocks
+        self.server_blocks: list[bytes] = []  # server tools' blocks, as sent
         self.refusals: list[str] = []
         fake.routes.append(self)
 
@@ -77,12 +87,21 @@ class ThinkingAPI:
         return Script(events=events)
 
     def _remember(self, content: list[dict[str, Any]]) -> None:
+        self.server_blocks += [
+            compact(b)
+            for b in content
+            if b.get("type") == "server_tool_use" or b.get("type", "").endswith("_tool_result")
+        ]
         thinking = [block for block in content if block.get("type") in _THINKING]
         if thinking:
             self.sent.append(thinking)
 
     def _check(self, recorded: Recorded) -> str | None:
         body = recorded.body if isinstance(recorded.body, dict) else {}
+        for raw in self.server_blocks:
+            if raw not in recorded.raw:
+                kind = json.loads(raw)["type"]
+                return f"messages: a `{kind}` block is missing or its encrypted content changed."
         messages = body.get("messages") or []
         turns = [
             (i, m["content"])

@@ -3,7 +3,9 @@
 ``BatchEmulator(fake)`` adds routes for
 
 - the OpenAI Batch API: ``POST /v1/files`` (multipart, ``purpose=batch``, a JSONL file of
-  ``{"custom_id", "method": "POST", "url": "/v1/chat/completions", "body"}``),
+  ``{"custom_id", "method": "POST", "url": "/v1/chat/completions", "body"}``, or every line
+  to ``/v1/responses`` with a Responses API body, answered with a Responses object that has
+  a reasoning item; a batch's ``endpoint`` must be its lines' ``url``),
   ``POST /v1/batches``, ``GET /v1/batches/{id}``, ``POST /v1/batches/{id}/cancel`` and
   ``GET /v1/files/{id}/content`` (output and error files, one
   ``{"id", "custom_id", "response": {"status_code", "request_id", "body"}, "error"}`` a line);
@@ -68,6 +70,10 @@ class _Batch:
     outcomes: dict[str, dict[str, Any] | None] = field(default_factory=dict)  # None: errored
     output_file_id: str | None = None
     error_file_id: str | None = None
+    endpoint: str = "/v1/chat/completions"
+
+
+_OPENAI_ENDPOINTS = ("/v1/chat/completions", "/v1/responses")
 
 
 class BatchEmulator:
@@ -121,7 +127,7 @@ class BatchEmulator:
 
     # -- answering one request -------------------------------------------------------------------
     def _answer(self, batch: _Batch, cid: str, body: dict[str, Any]) -> dict[str, Any] | None:
-        text = _last_user_text(body.get("messages") or [])
+        text = _last_user_text(body.get("messages") or body.get("input") or [])
         if text not in self.failed_once and self.fail(cid, body):
             self.failed_once.add(text)
             return None
@@ -137,6 +143,8 @@ class BatchEmulator:
                 "stop_sequence": None,
                 "usage": {"input_tokens": 10, "output_tokens": 4},
             }
+        if batch.endpoint == "/v1/responses":
+            return _responses_answer(f"{batch.id}_{cid}", body.get("model"), text, answer)
         return {
             "id": f"chatcmpl-{batch.id}-{cid}",
             "object": "chat.completion",
@@ -205,10 +213,14 @@ class BatchEmulator:
                 return self._bad(f"line {number}: a missing or repeated `custom_id`")
             seen.add(cid)
             body = row.get("body") or {}
-            if row.get("method") != "POST" or row.get("url") != "/v1/chat/completions":
-                return self._bad(f"line {number}: `method` POST and `url` /v1/chat/completions")
-            if "model" not in body or "messages" not in body or body.get("stream"):
-                return self._bad(f"line {number}: `body` needs `model` and `messages`, no stream")
+            url = row.get("url")
+            if row.get("method") != "POST" or url not in _OPENAI_ENDPOINTS:
+                return self._bad(
+                    f"line {number}: `method` POST and `url` one of {_OPENAI_ENDPOINTS}"
+                )
+            field = "input" if url == "/v1/responses" else "messages"
+            if "model" not in body or field not in body or body.get("stream"):
+                return self._bad(f"line {number}: `body` needs `model` and `{field}`, no stream")
         file_id = f"file-{next(_ids)}"
         self.files[file_id] = data
         return Script(
@@ -225,16 +237,20 @@ class BatchEmulator:
     def _create_openai(self, body: Any) -> Script:
         if not isinstance(body, dict) or body.get("input_file_id") not in self.files:
             return self._bad("`input_file_id` must name an uploaded file")
-        if body.get("endpoint") != "/v1/chat/completions" or body.get("completion_window") != "24h":
-            return self._bad("`endpoint` /v1/chat/completions and `completion_window` 24h")
+        endpoint = body.get("endpoint")
+        if endpoint not in _OPENAI_ENDPOINTS or body.get("completion_window") != "24h":
+            return self._bad(f"`endpoint` one of {_OPENAI_ENDPOINTS} and `completion_window` 24h")
         lines = self.files[body["input_file_id"]].decode().splitlines()
         rows = [json.loads(line) for line in lines if line.strip()]
+        if any(r.get("url") != endpoint for r in rows):
+            return self._bad(f"The batch's lines must all have `url` {endpoint}.")
         batch = _Batch(
             id=f"batch_{next(_ids)}",
             provider="openai",
             requests=[(r["custom_id"], r["body"]) for r in rows],
             metadata=body.get("metadata") or {},
             input_file_id=body["input_file_id"],
+            endpoint=endpoint,
         )
         self.batches[batch.id] = batch
         return Script(body=self._openai_object(batch, status="validating"))
@@ -264,7 +280,7 @@ class BatchEmulator:
         return {
             "id": batch.id,
             "object": "batch",
-            "endpoint": "/v1/chat/completions",
+            "endpoint": batch.endpoint,
             "errors": None,
             "input_file_id": batch.input_file_id,
             "completion_window": "24h",
@@ -400,3 +416,37 @@ class BatchEmulator:
                 )
         data = "".join(json.dumps(r) + "\n" for r in rows).encode()
         return Script(body=data, content_type="application/binary")
+
+
+def _responses_answer(tag: str, model: Any, prompt: str, text: str) -> dict[str, Any]:
+    """A Responses API object answering ``prompt`` with ``text``, after an encrypted
+    reasoning item."""
+    return {
+        "id": f"resp_{tag}",
+        "object": "response",
+        "created_at": 1760000000,
+        "status": "completed",
+        "model": model,
+        "output": [
+            {
+                "id": f"rs_{tag}",
+                "type": "reasoning",
+                "summary": [{"type": "summary_text", "text": f"Thinking about {prompt[:20]}"}],
+                "encrypted_content": f"gAAAAAB{tag}",
+            },
+            {
+                "id": f"msg_{tag}",
+                "type": "message",
+                "status": "completed",
+                "role": "assistant",
+                "content": [{"type": "output_text", "annotations": [], "text": text}],
+            },
+        ],
+        "usage": {
+            "input_tokens": 10,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": 20,
+            "output_tokens_details": {"reasoning_tokens": 16},
+            "total_tokens": 30,
+        },
+    }

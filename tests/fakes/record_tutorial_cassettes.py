@@ -4,10 +4,14 @@ Run from the repository root, then regenerate the notebook from the new recordin
 
     python tests/fakes/record_tutorial_cassettes.py         # 10 (the default)
     python tests/fakes/record_tutorial_cassettes.py 12      # 12, cost and budgets
+    python tests/fakes/record_tutorial_cassettes.py 16      # 16, reasoning models
     python notebooks/regenerate.py 10
 
 Tutorial 12's Anthropic calls are answered by `tests.fakes.anthropic_cache`, which accounts
 for the prompt cache as the Messages API does (its breakpoints, reads and writes).
+Tutorial 16's are answered from the provider wire fixtures by `tests.fakes.responses_api`
+and `tests.fakes.anthropic_thinking`, one conversation each (by its first prompt), so each
+refuses a request that drops or changes the reasoning items it sent.
 
 The notebook runs in a fresh kernel with ``LION_NB_CASSETTE_MODE=all`` (every model call
 made for real and the cassette rewritten), the fake ``claude`` / ``codex`` executables of
@@ -38,7 +42,11 @@ from tests.fakes.http_server import FakeProvider, Recorded, Script  # noqa: E402
 
 NOTEBOOK = ROOT / "notebooks" / "10-real-providers.ipynb"
 CASSETTE = ROOT / "notebooks" / "cassettes" / "10-real-providers.jsonl"
-TUTORIALS = {"10": "10-real-providers", "12": "12-cost-and-budgets"}
+TUTORIALS = {
+    "10": "10-real-providers",
+    "12": "12-cost-and-budgets",
+    "16": "16-reasoning-models",
+}
 FAKE_BIN = ROOT / "tests" / "fakes" / "bin"
 
 ANSWERS = {
@@ -201,8 +209,75 @@ def _cache_answer(question: str) -> str:
     )
 
 
+# -- tutorial 16: reasoning models, from the wire fixtures -----------------------------------------
+STRAWBERRY = "openai_responses_stream_reasoning_text.sse"
+CALL = "openai_responses_stream_function_call.sse"
+
+
+def _reworded(name: str, tag: str, words: tuple[str, str, str]) -> str:
+    """A variant of the strawberry stream fixture that answers with ``words`` instead."""
+    from tests.fakes.responses_api import variant
+
+    text = variant(name, tag)
+    said = ("There are", " 3 r's in", ' \\"strawberry\\".')
+    text = text.replace("".join(said), json.dumps("".join(words))[1:-1])
+    for old, new in zip(said, words, strict=True):
+        text = text.replace(f'"delta":"{old}"', f'"delta":{json.dumps(new)}')
+    return text
+
+
+class _Conversations:
+    """Routes each request to the fake of its conversation, found by its first prompt."""
+
+    def __init__(self) -> None:
+        self.routes: list[Any] = []  # each fake appends itself here
+        self.by_prompt: dict[str, Any] = {}
+
+    def add(self, prompt: str, make: Any, replies: list[Any]) -> None:
+        self.by_prompt[prompt] = make(self, replies)
+
+    def __call__(self, request: Recorded) -> Script | None:
+        body = request.body if isinstance(request.body, dict) else {}
+        turns = body.get("input") or body.get("messages") or []
+        first = next((m for m in turns if m.get("role") == "user"), {})
+        said = " ".join(_texts(first.get("content")))
+        for prompt, fake in self.by_prompt.items():
+            if prompt in said:
+                return fake(request)
+        return None
+
+
+def _reasoning_routes(server: FakeProvider) -> None:
+    from tests.fakes.anthropic_thinking import ThinkingAPI
+    from tests.fakes.http_server import anthropic_message
+    from tests.fakes.responses_api import ResponsesAPI
+
+    talks = _Conversations()
+    talks.add("How many r's in strawberry?", ResponsesAPI, [STRAWBERRY])
+    after_call = _reworded(STRAWBERRY, "Paris", ("It is 14 C", " in Paris,", " with light rain."))
+    fork = _reworded(STRAWBERRY, "Fork", ("Yes: take", " an umbrella", " to Paris."))
+    talks.add("What's the weather in Paris?", ResponsesAPI, [CALL, after_call, fork])
+    talks.add(
+        "Is it raining in Paris?",
+        ThinkingAPI,
+        [
+            "anthropic_stream_thinking_tool.sse",
+            anthropic_message("Yes, light rain at 14 C: take an umbrella."),
+        ],
+    )
+    talks.add(
+        "What colour are the grass and the sky?", ThinkingAPI, ["anthropic_stream_citations.sse"]
+    )
+    talks.add(
+        "What is the latest Python release?", ThinkingAPI, ["anthropic_stream_server_tool.sse"]
+    )
+    server.routes.append(talks)
+
+
 def _routes(server: FakeProvider, name: str) -> None:
-    if name.startswith("12"):
+    if name.startswith("16"):
+        _reasoning_routes(server)
+    elif name.startswith("12"):
         from tests.fakes.anthropic_cache import AnthropicCache
 
         AnthropicCache(server, answer=_cache_answer)

@@ -19,7 +19,7 @@ from typing import Any
 
 from tests.fakes.http_server import FIXTURES, FakeProvider, Recorded, Script, sse_events
 
-__all__ = ["ResponsesAPI", "compact", "variant"]
+__all__ = ["ResponsesAPI", "compact", "url_cited", "variant"]
 
 
 def compact(item: Any) -> bytes:
@@ -36,10 +36,42 @@ def variant(name: str, tag: str) -> str:
     return text
 
 
-class ResponsesAPI:
-    """``ResponsesAPI(fake, [fixture or SSE text, ...])``: install as a route of ``fake``."""
+def url_cited(name: str, annotations: list[dict[str, Any]], *, in_items: bool = True) -> str:
+    """The text of stream fixture ``name`` with ``url_citation`` ``annotations`` on its first
+    ``output_text`` part, sent as the API sends them: a ``response.output_text.annotation.added``
+    event each after the part's text, and on the part in the ``.done`` item and the terminal
+    response (``in_items=False`` leaves them out there, so only the events carry them)."""
+    out: list[str] = []
+    for event in sse_events(name):
+        head, _, data = event.partition("data: ")
+        payload = json.loads(data)
+        kind = payload.get("type")
+        items = [payload.get("item")] if kind == "response.output_item.done" else []
+        items += (payload.get("response") or {}).get("output") or []
+        for item in items if in_items else ():
+            if isinstance(item, dict) and item.get("type") == "message":
+                item["content"][0]["annotations"] = annotations
+        out.append(head + "data: " + compact(payload).decode())
+        if kind == "response.output_text.done":
+            for i, note in enumerate(annotations):
+                added = {
+                    "type": "response.output_text.annotation.added",
+                    "item_id": payload["item_id"],
+                    "output_index": payload["output_index"],
+                    "content_index": payload["content_index"],
+                    "annotation_index": i,
+                    "annotation": note,
+                }
+                line = compact(added).decode()
+                out.append(f"event: response.output_text.annotation.added\ndata: {line}")
+    return "\n\n".join(out) + "\n\n"
 
-    def __init__(self, fake: FakeProvider, replies: list[str]):
+
+class ResponsesAPI:
+    """``ResponsesAPI(fake, [fixture, SSE text or answer dict, ...])``: install as a route of
+    ``fake``."""
+
+    def __init__(self, fake: FakeProvider, replies: list[str | dict[str, Any]]):
         self.replies = list(replies)
         self.sent: list[tuple[bytes, dict[str, Any] | None]] = []  # (reasoning, next item)
         self.refusals: list[str] = []
@@ -57,6 +89,9 @@ class ResponsesAPI:
         if not self.replies:
             return Script(status=500, body={"error": {"message": "no reply scripted"}})
         reply = self.replies.pop(0)
+        if isinstance(reply, dict):
+            self._remember(reply.get("output") or [])
+            return Script(body=reply)
         if reply.endswith(".json"):
             body = json.loads((FIXTURES / reply).read_text())
             self._remember(body.get("output") or [])

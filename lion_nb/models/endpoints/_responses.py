@@ -36,6 +36,7 @@ from typing import Any
 
 from httpx_sse import ServerSentEvent
 
+from ..citations import CITATIONS, responses_citations
 from ..reasoning import RECORD
 from ..usage import responses_usage
 from ._http_errors import StreamReader, error_fields
@@ -264,6 +265,8 @@ def read_response(data: Any, request_id: str | None, model: str) -> ModelRespons
         metadata["thinking"] = "\n\n".join(thinking)
     if any(item.get("type") == "reasoning" for item in kept):
         metadata[RECORD] = {"api": API, "items": kept}
+    if citations := responses_citations(output):
+        metadata[CITATIONS] = citations
     return ModelResponse(
         text="".join(texts),
         tool_calls=calls,
@@ -289,6 +292,8 @@ class ResponsesStream(StreamReader):
     def __init__(self, provider: str, request_id: str | None):
         super().__init__(provider, request_id)
         self.items: dict[int, dict[str, Any]] = {}  # output_index -> item (`.done` wins)
+        #: (output_index, content_index) -> annotations from `output_text.annotation.added`
+        self.annotations: dict[tuple[Any, Any], list[Any]] = {}
         self.final: dict[str, Any] | None = None
 
     def feed(self, event: ServerSentEvent) -> bool:
@@ -325,6 +330,9 @@ class ResponsesStream(StreamReader):
             index = payload.get("output_index", len(self.items))
             if kind.endswith(".done") or index not in self.items:
                 self.items[index] = item
+        elif kind == "response.output_text.annotation.added":
+            where = (payload.get("output_index"), payload.get("content_index"))
+            self.annotations.setdefault(where, []).append(payload.get("annotation"))
         elif kind == "response.function_call_arguments.done":
             at = payload.get("output_index")
             item = self.items.get(at) if at is not None else None
@@ -344,4 +352,10 @@ class ResponsesStream(StreamReader):
         answer = dict(self.final)
         if self.items:  # each item as its `.done` event gave it, in output order
             answer["output"] = [self.items[i] for i in sorted(self.items)]
+        for (item_at, part_at), notes in self.annotations.items():
+            parts = (self.items.get(item_at) or {}).get("content")
+            if isinstance(parts, list) and isinstance(part_at, int) and part_at < len(parts):
+                part = parts[part_at]
+                if isinstance(part, dict) and not part.get("annotations"):
+                    part["annotations"] = notes  # a `.done` item that left them out
         return answer

@@ -65,6 +65,7 @@ from httpx_sse import ServerSentEvent
 
 from ...errors import ConfigurationError, ProviderError
 from ..anthropic_thinking import thinking_options
+from ..citations import CITATIONS, anthropic_citations
 from ..reasoning import RECORD
 from ..usage import anthropic_usage
 from ._http import HTTPEndpoint
@@ -97,6 +98,9 @@ _REMEMBERED_TOOLS = 256  # schemas kept per endpoint for later turns without too
 #: the ``api`` tag of this wire's reasoning records, and the blocks they exist for
 API = "anthropic"
 _THINKING = frozenset({"thinking", "redacted_thinking"})
+#: server tools' blocks (web search, web fetch, code execution, ...): the API ran the tool,
+#: and a later turn sends its call and result back in place, as received
+_SERVER = ("server_tool_use", "_tool_result")
 _STAND_IN = "Offered in an earlier turn of this conversation; not offered now."
 
 
@@ -252,8 +256,10 @@ class AnthropicEndpoint(HTTPEndpoint):
         if data.pop(_ESTIMATED, False) and usage:
             usage["estimated"] = True  # the output was counted here, not by the API
         metadata: dict[str, Any] = {"thinking": "\n\n".join(thoughts)} if thoughts else {}
-        if any(block.get("type") in _THINKING for block in data["content"]):
+        if any(_kept(block.get("type")) for block in data["content"]):
             metadata[RECORD] = {"api": API, "items": [dict(b) for b in data["content"]]}
+        if answered is None and (citations := anthropic_citations(data["content"])):
+            metadata[CITATIONS] = citations
         return ModelResponse(
             text=text,
             tool_calls=calls,
@@ -264,6 +270,17 @@ class AnthropicEndpoint(HTTPEndpoint):
             request_id=request_id,
             metadata=metadata,
         )
+
+
+def _kept(kind: Any) -> bool:
+    """Whether a block of this type makes the answer keep its content as a record."""
+    return isinstance(kind, str) and (kind in _THINKING or _server_block(kind))
+
+
+def _server_block(kind: Any) -> bool:
+    return isinstance(kind, str) and (
+        kind == _SERVER[0] or (kind.endswith(_SERVER[1]) and kind != "tool_result")
+    )
 
 
 def _check_thinking(body: dict[str, Any]) -> None:
@@ -381,10 +398,18 @@ def _recorded(msg: dict[str, Any], present: set[Any], recorded: set[str]) -> lis
         return text
     out: list[dict[str, Any]] = []
     said = False
+    parts = [i.get("text") for i in items if isinstance(i, dict) and i.get("type") == "text"]
+    # text as the answer split it (around a server tool's blocks), while it is unedited;
+    # its citations stay behind, as they are for the reader
+    split = len(parts) > 1 and "".join(map(str, parts)) == msg.get("content")
     for item in items:
         kind = item.get("type") if isinstance(item, dict) else None
-        if kind in _THINKING:
+        if kind in _THINKING or _server_block(kind):
             out.append(item)
+        elif kind == "text" and split:
+            if item.get("text"):
+                out.append({"type": "text", "text": item["text"]})
+            said = True
         elif kind == "text" and not said:
             out.extend(text)
             said = True

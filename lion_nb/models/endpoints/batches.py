@@ -200,11 +200,16 @@ class BatchService:
         """The body a live, non-streamed call would send for ``request``."""
         request.options = {**self.endpoint.options, **request.options}
         request.stream = False
-        built = self.endpoint._body(request)
+        built = self._build(request)
         body = dict(built[0])
         body.pop("stream", None)
         body.pop("stream_options", None)
         return body
+
+    def _build(self, request: ChatRequest) -> Any:
+        """The endpoint's own request builder's result (body first)."""
+        endpoint: Any = self.endpoint  # each provider's endpoint has its own `_body`
+        return endpoint._body(request)
 
     # -- the provider-specific parts -----------------------------------------------------------
     async def submit(
@@ -260,7 +265,21 @@ class BatchService:
 
 
 class OpenAIBatches(BatchService):
-    """``/files`` + ``/batches`` of an OpenAI-compatible server."""
+    """``/files`` + ``/batches`` of an OpenAI-compatible server: each line to
+    ``/v1/chat/completions``, or to ``/v1/responses`` with the Responses API's body when the
+    model speaks that wire form (``api="responses"``), its result lines read by that form."""
+
+    @property
+    def _responses(self) -> bool:
+        return getattr(self.endpoint, "api", "chat") == "responses"
+
+    @property
+    def _path(self) -> str:
+        return "/v1/responses" if self._responses else "/v1/chat/completions"
+
+    def _build(self, request: ChatRequest) -> Any:
+        endpoint: Any = self.endpoint
+        return endpoint._responses_body(request) if self._responses else endpoint._body(request)
 
     endpoint: OpenAIEndpoint
 
@@ -272,7 +291,7 @@ class OpenAIBatches(BatchService):
                 {
                     "custom_id": cid,
                     "method": "POST",
-                    "url": "/v1/chat/completions",
+                    "url": self._path,
                     "body": self.body(request),
                 },
                 ensure_ascii=False,
@@ -291,7 +310,7 @@ class OpenAIBatches(BatchService):
             self._url("/batches"),
             json={
                 "input_file_id": uploaded.get("id"),
-                "endpoint": "/v1/chat/completions",
+                "endpoint": self._path,
                 "completion_window": "24h",
                 **({"metadata": metadata} if metadata else {}),
             },
@@ -343,6 +362,10 @@ class OpenAIBatches(BatchService):
     def decode(self, request: ChatRequest, outcome: BatchOutcome) -> ModelResponse:
         if outcome.error is not None:
             raise outcome.error
+        if self._responses:
+            endpoint: Any = self.endpoint
+            read: ModelResponse = endpoint._read_responses(outcome.body, outcome.request_id)
+            return read
         return self.endpoint._response(outcome.body, outcome.request_id)
 
 

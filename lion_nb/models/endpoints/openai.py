@@ -71,6 +71,7 @@ from urllib.parse import urlsplit
 from httpx_sse import ServerSentEvent
 
 from ...errors import ConfigurationError, ProviderError
+from ..citations import CITATIONS, chat_citations
 from ..media import text_only
 from ..reasoning import RECORD
 from ..usage import openai_usage
@@ -228,15 +229,7 @@ class OpenAIEndpoint(HTTPEndpoint):
         auth = self.request_auth()
         notes: list[str] = []
         request = self._media_for_model(request, notes)
-        options = {k: v for k, v in request.options.items() if v is not None}
-        stream = bool(options.pop("stream", False)) or request.stream or wants_stream()
-        effort = options.pop("reasoning", None)
-        cache_key = (
-            request.cache_key if self.preset is None and getattr(self, "cache", True) else None
-        )
-        body = responses_api.responses_body(
-            self.model, request, options, stream=stream, effort=effort, cache_key=cache_key
-        )
+        body, stream = self._responses_body(request)
         if stream:
             reply = await self._http.post_stream(
                 "/responses",
@@ -250,13 +243,29 @@ class OpenAIEndpoint(HTTPEndpoint):
             reply = await self._http.post_json(
                 "/responses", body, self.headers, auth=auth, key_hint=self.key_hint
             )
-        if error_fields(reply.data)[0] is not None and not (reply.data or {}).get("output"):
-            raise error_from_payload(self.name, None, reply.data, request_id=reply.request_id)
-        response = self.read_answer(
-            responses_api.read_response, reply.data, reply.request_id, self.model
-        )
+        response = self._read_responses(reply.data, reply.request_id)
         response.notes.extend(notes)
         return response
+
+    def _responses_body(self, request: ChatRequest) -> tuple[dict[str, Any], bool]:
+        """The Responses API body for ``request``, and whether it streams (a provider batch
+        sends the same body, `lion_nb.models.endpoints.batches`)."""
+        options = {k: v for k, v in request.options.items() if v is not None}
+        stream = bool(options.pop("stream", False)) or request.stream or wants_stream()
+        effort = options.pop("reasoning", None)
+        cache_key = (
+            request.cache_key if self.preset is None and getattr(self, "cache", True) else None
+        )
+        body = responses_api.responses_body(
+            self.model, request, options, stream=stream, effort=effort, cache_key=cache_key
+        )
+        return body, stream
+
+    def _read_responses(self, data: Any, request_id: str | None) -> ModelResponse:
+        """A Responses API answer (live or a batch's result line) as a `ModelResponse`."""
+        if error_fields(data)[0] is not None and not (data or {}).get("output"):
+            raise error_from_payload(self.name, None, data, request_id=request_id)
+        return self.read_answer(responses_api.read_response, data, request_id, self.model)
 
     def _media_for_model(self, request: ChatRequest, notes: list[str]) -> ChatRequest:
         """``request`` with its images and files as descriptions when the model reads none."""
@@ -350,6 +359,11 @@ class OpenAIEndpoint(HTTPEndpoint):
         message = _field(choice, "message", dict) or {}
         usage = _field(data, "usage", dict) or {}
         thinking = message.get("reasoning_content") or message.get("reasoning")
+        metadata: dict[str, Any] = {}
+        if isinstance(thinking, str) and thinking:
+            metadata["thinking"] = thinking
+        if citations := chat_citations(message):
+            metadata[CITATIONS] = citations
         return ModelResponse(
             text=_content_text(message.get("content")),
             tool_calls=[_tool_call(tc) for tc in _field(message, "tool_calls", list) or []],
@@ -358,7 +372,7 @@ class OpenAIEndpoint(HTTPEndpoint):
             model=data.get("model") or self.model,
             finish_reason=choice.get("finish_reason"),
             request_id=request_id,
-            metadata={"thinking": thinking} if isinstance(thinking, str) and thinking else {},
+            metadata=metadata,
         )
 
 
@@ -515,6 +529,7 @@ class _ChatStream(StreamReader):
         super().__init__(provider, request_id)
         self.head: dict[str, Any] = {}
         self.reasoning: list[str] = []
+        self.annotations: list[Any] = []  # URL citations, where a server streams them
         self.tools: dict[int, dict[str, Any]] = {}
         self.finish_reason: str | None = None
         self.usage: dict[str, Any] | None = None
@@ -561,6 +576,7 @@ class _ChatStream(StreamReader):
         if reasoning := delta.get("reasoning_content") or delta.get("reasoning"):
             self.reasoning.append(str(reasoning))
             emit_thinking_delta(str(reasoning))
+        self.annotations.extend(_field(delta, "annotations", list) or ())
         for fragment in _field(delta, "tool_calls", list) or []:
             self._tool_fragment(_field(fragment, "tool_calls[]", dict, whole=True))
         if choice.get("finish_reason"):
@@ -611,6 +627,8 @@ class _ChatStream(StreamReader):
             message["tool_calls"] = [self.tools[i] for i in sorted(self.tools)]
         if self.reasoning:
             message["reasoning_content"] = "".join(self.reasoning)
+        if self.annotations:
+            message["annotations"] = self.annotations
         return {
             **self.head,
             "object": "chat.completion",
