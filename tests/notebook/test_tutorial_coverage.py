@@ -54,6 +54,12 @@ EXCLUDED: dict[str, dict[str, str]] = {
     "Branch": {
         "get_operation": "the lookup `Session.run_operation` and `%%lion --op` go through; "
         "users call the operation itself",
+        "attach_to": "how a Session takes a branch in (`Session.include_branches`)",
+        "detach": "how a Session lets a branch go (`Session.remove_branch`)",
+        "take_context": "how `chat` and `run` take the context a provider prepared for the "
+        "next request; users set context through providers and `%%lion` values",
+        "note_prefix": "how `chat` marks the request's system prompt and tools for the cache "
+        "report; users read the report, not the mark",
     },
     "Session": {},
 }

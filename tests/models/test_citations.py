@@ -16,9 +16,14 @@ from lion_nb import Branch, Session, iModel
 from lion_nb.errors import ExecutionError
 from lion_nb.models.cassettes import cassette
 from lion_nb.store.store import SessionStore
+from tests.fakes import provider_fixtures
 from tests.fakes.anthropic_thinking import ThinkingAPI, compact, streamed_blocks
 from tests.fakes.http_server import FakeProvider, anthropic_message, openai_completion, sse_events
 from tests.fakes.responses_api import ResponsesAPI, url_cited
+
+# the loopback server and no key from the machine, as in the other provider tests
+http_fake = provider_fixtures.http_fake
+_no_provider_keys = provider_fixtures._no_provider_keys
 
 KEY = "sk-test-citations-0123456789"
 CITED = "anthropic_stream_citations.sse"
