@@ -34,6 +34,7 @@ def regenerate(path: Path, timeout: int = 300) -> float:
     from nbclient import NotebookClient
 
     notebook = nbformat.read(path, as_version=4)
+    notebook.metadata.pop("widgets", None)  # only this run's widgets: none left from an older one
     client = NotebookClient(
         notebook,
         timeout=timeout,
