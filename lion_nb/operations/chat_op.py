@@ -13,7 +13,7 @@ The temporary context-injection slot is cleared in a ``finally`` whatever happen
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from pydantic import BaseModel
 
@@ -153,9 +153,27 @@ def _as_openai_tools(schemas: list[dict[str, Any]] | None) -> list[dict[str, Any
     return out
 
 
+@overload
 async def chat(
     branch: Branch,
-    instruction: Any,
+    instruction: Any,  # a str, an Instruction, or the parts `make_instruction` takes
+    chat_param: ChatParam,
+    return_ins_res_message: Literal[False] = False,
+) -> str: ...
+
+
+@overload
+async def chat(
+    branch: Branch,
+    instruction: Any,  # a str, an Instruction, or the parts `make_instruction` takes
+    chat_param: ChatParam,
+    return_ins_res_message: Literal[True],
+) -> tuple[Instruction, AssistantResponse]: ...
+
+
+async def chat(
+    branch: Branch,
+    instruction: Any,  # a str, an Instruction, or the parts `make_instruction` takes
     chat_param: ChatParam,
     return_ins_res_message: bool = False,
 ) -> tuple[Instruction, AssistantResponse] | str:

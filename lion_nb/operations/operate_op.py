@@ -315,15 +315,19 @@ async def operate(
         if not imodel.is_cli and len(branch.acts):
             changes["tool_schemas"] = branch.acts.get_tool_schema(offer) or None
     chat_param = chat_param.with_(**changes)
-    mid_parse = None
+    mid_parse: ParseParam | None = None
     if target is not None:
         base = parse_param if parse_param is not None else ParseParam(imodel=branch.parse_model)
         mid_parse = base.with_(response_format=target)
     if middle is None:
         if imodel.is_cli:
-            from .run_op import run_and_collect as middle
+            from .run_op import run_and_collect
+
+            middle = run_and_collect
         else:
-            from .communicate_op import communicate as middle
+            from .communicate_op import communicate
+
+            middle = communicate
 
     order = branch.messages.progression.order
     mark = order[-1] if order else None
@@ -346,7 +350,7 @@ async def operate(
 
     native = _native_requests(_new_messages(branch, mark), chat_param) if actions else []
     answer = result
-    if failure is None and target is not None and not _valid(result, target):
+    if failure is None and mid_parse is not None and not _valid(result, target):
         if isinstance(result, (str, dict, BaseModel)) and (result or not native):
             from .parse_op import parse
 

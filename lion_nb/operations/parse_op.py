@@ -391,6 +391,8 @@ async def _ask_parse_model(
 
     imodel = branch.parse_model if param.imodel is None else param.imodel
     spec = response_format_spec(target)
+    if spec is None:  # parse asks the model only for a target it has a schema for
+        raise TypeError(f"No JSON schema for {target!r}; parse needs a pydantic model or a schema.")
     user = (
         f"Rewrite the text below as JSON matching the schema `{spec['name']}`.\n\n"
         f"Schema:\n```json\n{json.dumps(spec['schema'], ensure_ascii=False)}\n```\n\n"

@@ -57,13 +57,13 @@ def _choices(choices: Any) -> tuple[list[str], dict[str, Any], dict[str, str]]:
 
 
 def _match(pick: Any, keys: list[str]) -> str | None:
-    pick = str(pick.get("name", pick) if isinstance(pick, dict) else pick).strip()
-    if pick in keys:
-        return pick
+    text = str(pick.get("name", pick) if isinstance(pick, dict) else pick).strip()
+    if text in keys:
+        return text
     by_norm = {_norm(k): k for k in keys}
-    if _norm(pick) in by_norm:
-        return by_norm[_norm(pick)]
-    close = difflib.get_close_matches(_norm(pick), list(by_norm), n=1, cutoff=0.8)
+    if _norm(text) in by_norm:
+        return by_norm[_norm(text)]
+    close = difflib.get_close_matches(_norm(text), list(by_norm), n=1, cutoff=0.8)
     return by_norm[close[0]] if close else None
 
 
