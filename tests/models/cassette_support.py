@@ -17,7 +17,7 @@ from typing import Any
 __all__ = ["TIMING_KEYS", "snapshot"]
 
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-TIMING_KEYS = frozenset({"created_at", "timestamp", "duration"})
+TIMING_KEYS = frozenset({"created_at", "timestamp", "duration", "thinking_seconds"})
 
 
 def snapshot(branch: Any) -> Any:

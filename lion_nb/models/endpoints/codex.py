@@ -21,6 +21,7 @@ import re
 from typing import Any, ClassVar
 
 from ...errors import ConfigurationError
+from ..reasoning import check_reasoning
 from ..stream import StreamChunk
 from ._subprocess import (
     ChunkTranslator,
@@ -208,10 +209,14 @@ class CodexEndpoint(SubprocessCLIEndpoint):
     ``bypass_permissions`` (no approvals and no sandbox), ``skip_git_repo_check`` (run
     outside a Git repository), plus ``cli_path``, ``cwd``, ``terminate_grace``; the request
     option ``timeout`` bounds the run. ``CLIRequest.images`` are passed as ``--image``.
+    ``reasoning=`` (the model's or the run's) becomes Codex's own setting,
+    ``-c model_reasoning_effort="LEVEL"``.
     """
 
     provider: ClassVar[str] = "codex"
     executable: ClassVar[str] = "codex"
+    takes_reasoning: ClassVar[bool] = True
+    request_options: ClassVar[frozenset[str]] = frozenset({"timeout", "reasoning"})
     install_hint: ClassVar[str] = (
         "Install Codex (`npm install -g @openai/codex`) and log in with `codex login`."
     )
@@ -258,6 +263,9 @@ class CodexEndpoint(SubprocessCLIEndpoint):
             args.append("--dangerously-bypass-approvals-and-sandbox")
         if self.skip_git_repo_check:
             args.append("--skip-git-repo-check")
+        effort = check_reasoning({**self.options, **request.options}.get("reasoning"))
+        if effort is not None:  # a TOML string: Codex reads `-c` values as TOML
+            args += ["-c", f'model_reasoning_effort="{effort}"']
         for image in request.images or []:
             args += ["--image", str(image)]
         if request.resume:

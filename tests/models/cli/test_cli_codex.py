@@ -146,3 +146,21 @@ def test_settings_round_trip_and_are_checked():
     assert model.to_dict()["endpoint"] == {"sandbox": "workspace-write", "bypass_permissions": True}
     with pytest.raises(ConfigurationError, match=r"`sandbox='everything'`.*read-only"):
         codex(sandbox="everything")
+
+
+def test_reasoning_becomes_codexs_own_effort_setting_before_the_prompt(fake_cli, collect):
+    collect(codex(reasoning="high"), "plan it")
+    collect(codex(reasoning="high"), CLIRequest(prompt="quick", options={"reasoning": "low"}))
+    collect(codex(), "plain")
+    model_level, run_level, plain = (r["argv"] for r in fake_cli.records())
+    assert model_level == [
+        "exec", "--json", "--model", "gpt-5-codex", "-c", 'model_reasoning_effort="high"', "plan it",
+    ]  # fmt: skip
+    assert run_level[4:6] == ["-c", 'model_reasoning_effort="low"']  # the run's own level wins
+    assert "-c" not in plain
+
+
+def test_a_reasoning_level_codex_cannot_take_is_refused_before_it_starts(fake_cli, collect):
+    with pytest.raises(ConfigurationError, match=r"`reasoning='extreme'`.*'minimal'"):
+        collect(codex(), CLIRequest(prompt="q", options={"reasoning": "extreme"}))
+    assert fake_cli.records() == []  # no process was started
