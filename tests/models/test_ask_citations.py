@@ -92,9 +92,7 @@ def test_citations_true_enables_them_on_every_document_block_sent(http_fake):
     assert "citations" not in TEXT_DOC  # the caller's block is not changed
 
 
-def test_citations_per_call_on_a_branch_with_a_pdf_reads_the_answer_citations(
-    http_fake, tmp_path
-):
+def test_citations_per_call_on_a_branch_with_a_pdf_reads_the_answer_citations(http_fake, tmp_path):
     (tmp_path / "facts.pdf").write_bytes(pdf(1))
     api = ThinkingAPI(http_fake, [CITED, anthropic_message("No.")])
     branch = Branch(chat_model=claude(http_fake.anthropic_url, stream=True))
