@@ -15,6 +15,7 @@ import pytest
 from lion_nb import Branch, iModel
 from lion_nb.errors import ConfigurationError
 from lion_nb.models.endpoints.base import ChatRequest
+from lion_nb.models.endpoints.batches import provider_batch_service
 from lion_nb.models.media import file_part
 from tests.context.test_files import pdf
 from tests.fakes import provider_fixtures
@@ -185,3 +186,13 @@ def test_a_saved_model_keeps_the_option_with_its_request_options(http_fake):
         assert [d["citations"] for d in documents(http_fake.requests[-1].body)] == [ON] * 3
     with pytest.raises(ConfigurationError, match="citations="):
         iModel.from_dict({**data, "options": {"citations": "yes"}})
+
+
+def test_a_batch_line_carries_it_as_a_live_call_does():
+    url = "http://127.0.0.1:9"  # nothing is sent: only the lines are built
+    cited = provider_batch_service(claude(url, citations=True)).body(request())
+    assert [d["citations"] for d in documents(cited)] == [ON] * 3
+    assert "citations" not in cited
+    openai = iModel(provider="openai", model="gpt-4o-mini", base_url=url, api_key=KEY)
+    line = provider_batch_service(openai).body(request(citations=True))
+    assert "citations" not in line and "citations" not in json.dumps(line)
