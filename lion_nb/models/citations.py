@@ -12,16 +12,38 @@ Read from the provider's own answer: Anthropic's ``citations`` on text blocks (s
 ``citations_delta``s), the Responses API's ``url_citation`` annotations on ``output_text``
 parts, and Chat Completions' ``message.annotations``. Citations are what the model said, for
 the reader: they are never sent back to a provider.
+
+Asking for them: Claude cites a document only when its block says ``"citations": {"enabled":
+true}``, so ``citations=True`` (on the `iModel` or per call) puts that on every ``document``
+block the Anthropic endpoint sends (PDFs and text documents; a block that says already is
+left as it is). Off, the default, requests are as before. An endpoint that cannot ask yet
+declares ``takes_citations = False``: the option is left out and the answer's notes say so.
+A value other than True, False or None is refused before any request.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["CITATIONS", "anthropic_citations", "chat_citations", "responses_citations"]
+from ..errors import ConfigurationError
+
+__all__ = [
+    "CITATIONS",
+    "anthropic_citations",
+    "chat_citations",
+    "check_citations",
+    "responses_citations",
+]
 
 #: the metadata key (of an answer, then of its message) holding its citations
 CITATIONS = "citations"
+
+
+def check_citations(value: object) -> bool | None:
+    """``value`` if it is True, False or None; a one-line `ConfigurationError` otherwise."""
+    if value is None or isinstance(value, bool):
+        return value
+    raise ConfigurationError(f"`citations={value!r:.40}`: give True or False.")
 
 
 class _Numbering:

@@ -27,6 +27,7 @@ from typing import Any, Literal, cast
 from ..errors import ConfigurationError
 from .cassettes.recording import CassetteError
 from .cassettes.scope import as_cassette, cassette_for
+from .citations import check_citations
 from .endpoints import (
     APIEndpoint,
     ChatRequest,
@@ -83,7 +84,9 @@ class iModel:
     "cache_read", "cache_write"}``, or ``0`` for free) overrides the price table
     (`lion_nb.models.prices`); ``cache=False`` turns prompt caching off. ``reasoning``
     (``"minimal"`` to ``"high"``, here or per call) sets how hard a reasoning model thinks
-    (`lion_nb.models.reasoning`); ``api`` picks an OpenAI-compatible server's wire form.
+    (`lion_nb.models.reasoning`); ``citations=True`` (here or per call) asks Claude to cite
+    the documents a request sends (`lion_nb.models.citations`); ``api`` picks an
+    OpenAI-compatible server's wire form.
     """
 
     def __init__(
@@ -107,6 +110,7 @@ class iModel:
         if not isinstance(cache, bool):
             raise ConfigurationError(f"`cache={cache!r:.40}`: give True or False.")
         check_reasoning(kwargs.get("reasoning"))
+        check_citations(kwargs.get("citations"))
         if endpoint is None:
             if provider is not None and model is None and "/" in provider:
                 provider, model = None, provider
@@ -214,7 +218,11 @@ class iModel:
                 "collects a run) instead of an API call."
             )
         merged = {**self.endpoint.options, **request.options}
-        unused = self._reasoning_unused(merged)
+        unused = [
+            note
+            for note in (self._reasoning_unused(merged), self._citations_unused(merged))
+            if note
+        ]
         request.options = merged
         tape = cassette_for(self)
         call = APICall(request=request)
@@ -227,8 +235,7 @@ class iModel:
             else:
                 call.response = await self._complete(request)
             ensure_usage(request, call.response)
-            if unused:
-                call.response.notes.append(unused)
+            call.response.notes.extend(unused)
             call.status = "completed"
         except CassetteError:
             raise
@@ -249,6 +256,17 @@ class iModel:
             return None
         del options["reasoning"]
         return f"`reasoning=` is not sent to `{self.provider}` models yet; it was left out."
+
+    def _citations_unused(self, options: dict[str, Any]) -> str | None:
+        """``citations=`` as ``reasoning=`` (`_reasoning_unused`): checked, then left out for
+        an endpoint that cannot ask for citations; ``False`` is left out quietly."""
+        if not check_citations(options.get("citations")):
+            options.pop("citations", None)
+            return None
+        if self.endpoint.takes_citations:
+            return None
+        del options["citations"]
+        return f"`citations=` is not sent to `{self.provider}` models yet; it was left out."
 
     async def _complete(self, request: ChatRequest) -> ModelResponse:
         """One live call of the endpoint, inside the rate limits."""

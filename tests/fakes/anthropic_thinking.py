@@ -10,6 +10,8 @@ they came. A request that edits a signature or a thought gets 400 ``invalid_requ
 API gives when an assistant turn does not start with its thinking. A server tool's blocks
 (``server_tool_use``, ``web_search_tool_result``) it sent must come back too, unchanged, or
 the request gets the 400 the API gives a search result whose encrypted content was changed.
+A ``document`` block's ``citations`` must be ``{"enabled": true|false}``, or the request gets
+the 400 the API gives a malformed field.
 """
 
 from __future__ import annotations
@@ -103,6 +105,9 @@ class ThinkingAPI:
                 kind = json.loads(raw)["type"]
                 return f"messages: a `{kind}` block is missing or its encrypted content changed."
         messages = body.get("messages") or []
+        problem = _citations_field(messages)
+        if problem is not None:
+            return problem
         turns = [
             (i, m["content"])
             for i, m in enumerate(messages)
@@ -133,6 +138,33 @@ class ThinkingAPI:
             if len(start) < len(blocks):
                 return f"messages.{i}.content: a `thinking` block is missing."
         return None
+
+
+def _citations_field(messages: list[Any]) -> str | None:
+    """The API's complaint about a document's ``citations`` field (in a turn or inside a
+    ``tool_result``), or None."""
+    for i, message in enumerate(messages):
+        content = message.get("content") if isinstance(message, dict) else None
+        for where, block in _blocks_in(content, f"messages.{i}.content"):
+            cite = block.get("citations", {"enabled": False})
+            if block.get("type") == "document" and not (
+                isinstance(cite, dict)
+                and list(cite) == ["enabled"]
+                and isinstance(cite["enabled"], bool)
+            ):
+                return f"{where}.citations: Input should be {{'enabled': bool}}."
+    return None
+
+
+def _blocks_in(content: Any, where: str) -> list[tuple[str, dict[str, Any]]]:
+    """The blocks of ``content`` with their paths, a ``tool_result``'s own blocks included."""
+    found = []
+    for n, block in enumerate(content if isinstance(content, list) else ()):
+        if isinstance(block, dict):
+            found.append((f"{where}.{n}", block))
+            if block.get("type") == "tool_result":
+                found += _blocks_in(block.get("content"), f"{where}.{n}.content")
+    return found
 
 
 def _same_thought(got: Any, want: dict[str, Any]) -> bool:

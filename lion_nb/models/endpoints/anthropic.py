@@ -46,6 +46,12 @@ the thoughts are the answer's ``metadata["thinking"]``. An answer with ``thinkin
 the start of their turn, before its text and ``tool_use``, so a later request puts them there
 byte for byte. Records of other APIs are left out.
 
+Citations. ``citations=True`` (on the `iModel` or per call) adds ``"citations": {"enabled":
+true}`` to every ``document`` block sent (PDFs from ``file`` parts, text or other documents
+given as Anthropic blocks; one that sets ``citations`` itself keeps its own), in the user
+turns and in tool results; the answer's citations are read by `lion_nb.models.citations`.
+Off, the default, nothing is added.
+
 Prompt caching (on unless ``iModel(cache=False)``): ``cache_control`` breakpoints at the end
 of the tools, the system prompt, the previous user turn and the latest turn (at most the
 API's four), so each turn reads the history before it from the cache and writes its own.
@@ -121,6 +127,7 @@ class AnthropicEndpoint(HTTPEndpoint):
     key_header: ClassVar[str] = "x-api-key"
     key_prefix: ClassVar[str] = ""
     takes_reasoning: ClassVar[bool] = True
+    takes_citations: ClassVar[bool] = True
 
     def __init__(self, model: str, **kwargs: Any):
         super().__init__(model, **kwargs)
@@ -163,7 +170,10 @@ class AnthropicEndpoint(HTTPEndpoint):
             stop = options.pop("stop")
             options["stop_sequences"] = [stop] if isinstance(stop, str) else list(stop)
         choice = options.pop("tool_choice", None)
+        cite = options.pop("citations", None) is True
         system, messages = to_anthropic_messages(request.messages)
+        if cite:
+            messages = _cite_documents(messages)
         body: dict[str, Any] = {
             "model": self.model,
             "max_tokens": max_tokens or DEFAULT_MAX_TOKENS,
@@ -335,6 +345,26 @@ def _cache_breakpoints(body: dict[str, Any]) -> None:
         blocks[-1] = {**blocks[-1], "cache_control": _EPHEMERAL}
         messages[index] = {**message, "content": blocks}
     body["messages"] = messages
+
+
+def _cite_documents(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``messages`` with citations enabled on each ``document`` block, in a turn or inside a
+    ``tool_result``; changed blocks are copies (a block given as-is may be the caller's)."""
+
+    def cited(blocks: Any) -> Any:
+        if not isinstance(blocks, list):
+            return blocks
+        out = []
+        for block in blocks:
+            kind = block.get("type") if isinstance(block, dict) else None
+            if kind == "document" and "citations" not in block:
+                block = {**block, "citations": {"enabled": True}}
+            elif kind == "tool_result" and isinstance(block.get("content"), list):
+                block = {**block, "content": cited(block["content"])}
+            out.append(block)
+        return out
+
+    return [{**m, "content": cited(m.get("content"))} for m in messages]
 
 
 # -- translation -------------------------------------------------------------------------------

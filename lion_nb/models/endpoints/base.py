@@ -197,6 +197,8 @@ class Endpoint(ABC):
     is_cli: ClassVar[bool] = False
     #: whether requests carry ``reasoning=`` (`lion_nb.models.reasoning`); else it is left out
     takes_reasoning: ClassVar[bool] = False
+    #: whether requests carry ``citations=`` (`lion_nb.models.citations`); else it is left out
+    takes_citations: ClassVar[bool] = False
     #: how the ledger treats this endpoint's calls: ``live`` (budgets checked before, cost
     #: recorded after), ``paid`` (recorded only: the answer was paid for elsewhere, a
     #: provider batch), ``none`` (not a model call at all)

@@ -54,6 +54,7 @@ from ...errors import (
     ProviderError,
     ProviderTimeoutError,
 )
+from ..citations import check_citations
 from ..clean import loads
 from ..secrets import redact
 from ._http import backoff
@@ -199,6 +200,10 @@ class BatchService:
     def body(self, request: ChatRequest) -> dict[str, Any]:
         """The body a live, non-streamed call would send for ``request``."""
         request.options = {**self.endpoint.options, **request.options}
+        if not check_citations(request.options.get("citations")) or not getattr(
+            self.endpoint, "takes_citations", False
+        ):  # as a live call leaves it out (`iModel._citations_unused`)
+            request.options.pop("citations", None)
         request.stream = False
         built = self._build(request)
         body = dict(built[0])
