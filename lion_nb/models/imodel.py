@@ -19,7 +19,7 @@ on the call, because it is a setup problem that no retry fixes.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
@@ -46,6 +46,11 @@ from .usage import ensure_usage
 __all__ = ["APICall", "iModel", "iModelManager"]
 
 _MAX_SETTING_DEPTH = 64  # a saved model's settings (a schema in its options) nest far less
+#: request options only some endpoints map: (name, its check, the endpoint flag that maps it)
+_MAPPED_OPTIONS: tuple[tuple[str, Callable[[object], object], str], ...] = (
+    ("reasoning", check_reasoning, "takes_reasoning"),
+    ("citations", check_citations, "takes_citations"),
+)
 
 
 @dataclass(slots=True)
@@ -218,11 +223,7 @@ class iModel:
                 "collects a run) instead of an API call."
             )
         merged = {**self.endpoint.options, **request.options}
-        unused = [
-            note
-            for note in (self._reasoning_unused(merged), self._citations_unused(merged))
-            if note
-        ]
+        unused = self._unmapped_options(merged)
         request.options = merged
         tape = cassette_for(self)
         call = APICall(request=request)
@@ -246,27 +247,20 @@ class iModel:
             call.duration = time.perf_counter() - start
         return call
 
-    def _reasoning_unused(self, options: dict[str, Any]) -> str | None:
-        """Checks ``reasoning=`` (a `ConfigurationError` before any request); takes it out of
-        ``options`` for an endpoint that does not map it yet, and says so."""
-        if check_reasoning(options.get("reasoning")) is None:
-            options.pop("reasoning", None)
-            return None
-        if self.endpoint.takes_reasoning:
-            return None
-        del options["reasoning"]
-        return f"`reasoning=` is not sent to `{self.provider}` models yet; it was left out."
-
-    def _citations_unused(self, options: dict[str, Any]) -> str | None:
-        """``citations=`` as ``reasoning=`` (`_reasoning_unused`): checked, then left out for
-        an endpoint that cannot ask for citations; ``False`` is left out quietly."""
-        if not check_citations(options.get("citations")):
-            options.pop("citations", None)
-            return None
-        if self.endpoint.takes_citations:
-            return None
-        del options["citations"]
-        return f"`citations=` is not sent to `{self.provider}` models yet; it was left out."
+    def _unmapped_options(self, options: dict[str, Any]) -> list[str]:
+        """Checks ``reasoning=`` and ``citations=`` (a `ConfigurationError` before any
+        request); takes each out of ``options`` when unset (or False), or when this endpoint
+        does not map it yet -- and says so then."""
+        notes = []
+        for name, check, flag in _MAPPED_OPTIONS:
+            if not check(options.get(name)):
+                options.pop(name, None)
+            elif not getattr(self.endpoint, flag):
+                del options[name]
+                notes.append(
+                    f"`{name}=` is not sent to `{self.provider}` models yet; it was left out."
+                )
+        return notes
 
     async def _complete(self, request: ChatRequest) -> ModelResponse:
         """One live call of the endpoint, inside the rate limits."""

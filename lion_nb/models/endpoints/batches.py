@@ -202,7 +202,7 @@ class BatchService:
         request.options = {**self.endpoint.options, **request.options}
         if not check_citations(request.options.get("citations")) or not getattr(
             self.endpoint, "takes_citations", False
-        ):  # as a live call leaves it out (`iModel._citations_unused`)
+        ):  # as a live call leaves it out (`iModel._unmapped_options`)
             request.options.pop("citations", None)
         request.stream = False
         built = self._build(request)
