@@ -30,7 +30,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 sys.path.insert(0, str(HERE))
 
-from bench_gc import Server, branch_chat, raw_httpx  # noqa: E402
+from bench_gc import Server, branch_chat, cpu_per_call, raw_httpx  # noqa: E402
 
 N_MESSAGES = 10_000
 CHAT_TARGET, LOAD_TARGET = 1.15, 1.3
@@ -38,24 +38,10 @@ CHAT_TARGET, LOAD_TARGET = 1.15, 1.3
 
 # -- Branch.chat against a raw post ----------------------------------------------------------
 async def chat_cpu(url: str, n: int, warmup: int, blocks: int) -> tuple[float, float]:
-    """(raw post, ``Branch.chat``) median CPU seconds per call over ``blocks`` blocks."""
-    made = {"raw": await raw_httpx(url), "chat": await branch_chat(url)}
-    try:
-        for once, _close in made.values():
-            for _ in range(warmup):
-                await once()
-        gc.collect()
-        samples: dict[str, list[float]] = {name: [] for name in made}
-        for _ in range(blocks):
-            for name, (once, _close) in made.items():
-                start = time.process_time()
-                for _ in range(n):
-                    await once()
-                samples[name].append((time.process_time() - start) / n)
-        return statistics.median(samples["raw"]), statistics.median(samples["chat"])
-    finally:
-        for _once, close in made.values():
-            await close()
+    """(raw post, ``Branch.chat``) median CPU seconds per call over ``blocks`` blocks, the
+    two taking turns block by block (`bench_gc.cpu_per_call`)."""
+    cpu = await cpu_per_call(url, n, warmup, blocks, {"raw": raw_httpx, "chat": branch_chat})
+    return cpu["raw"], cpu["chat"]
 
 
 # -- Branch.from_dict against pydantic -------------------------------------------------------

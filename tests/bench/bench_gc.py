@@ -193,17 +193,19 @@ async def python_calls_per_call(url: str, setup: Setup, n: int, warmup: int) -> 
         await close()
 
 
-async def cpu_per_call(url: str, n: int, warmup: int, blocks: int) -> dict[str, float]:
+async def cpu_per_call(
+    url: str, n: int, warmup: int, blocks: int, paths: dict[str, Setup] = PATHS
+) -> dict[str, float]:
     """Each path's median CPU seconds per call over ``blocks`` blocks of ``n`` calls, the
     paths taking turns block by block (so that drift on a shared machine hits all of them
     alike), ``gc`` on as usual (its collections count)."""
-    made = {name: await setup(url) for name, setup in PATHS.items()}
+    made = {name: await setup(url) for name, setup in paths.items()}
     try:
         for once, _close in made.values():
             for _ in range(warmup):
                 await once()
         gc.collect()
-        samples: dict[str, list[float]] = {name: [] for name in PATHS}
+        samples: dict[str, list[float]] = {name: [] for name in paths}
         for _ in range(blocks):
             for name, (once, _close) in made.items():
                 start = time.process_time()
