@@ -19,7 +19,7 @@ on the call, because it is a setup problem that no retry fixes.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
@@ -38,6 +38,7 @@ from .endpoints import (
     endpoint_class,
     resolve_provider,
 )
+from .mapped_options import leave_out_unmapped
 from .prices import Pricer, check_price, pricer_for
 from .reasoning import check_reasoning
 from .stream import StreamChunk
@@ -46,11 +47,6 @@ from .usage import ensure_usage
 __all__ = ["APICall", "iModel", "iModelManager"]
 
 _MAX_SETTING_DEPTH = 64  # a saved model's settings (a schema in its options) nest far less
-#: request options only some endpoints map: (name, its check, the endpoint flag that maps it)
-_MAPPED_OPTIONS: tuple[tuple[str, Callable[[object], object], str], ...] = (
-    ("reasoning", check_reasoning, "takes_reasoning"),
-    ("citations", check_citations, "takes_citations"),
-)
 
 
 @dataclass(slots=True)
@@ -249,18 +245,12 @@ class iModel:
 
     def _unmapped_options(self, options: dict[str, Any]) -> list[str]:
         """Checks ``reasoning=`` and ``citations=`` (a `ConfigurationError` before any
-        request); takes each out of ``options`` when unset (or False), or when this endpoint
-        does not map it yet -- and says so then."""
-        notes = []
-        for name, check, flag in _MAPPED_OPTIONS:
-            if not check(options.get(name)):
-                options.pop(name, None)
-            elif not getattr(self.endpoint, flag):
-                del options[name]
-                notes.append(
-                    f"`{name}=` is not sent to `{self.provider}` models yet; it was left out."
-                )
-        return notes
+        request) and leaves each out where unset or not mapped (`leave_out_unmapped`);
+        a note for each left out that was asked for."""
+        return [
+            f"`{name}=` is not sent to `{self.provider}` models yet; it was left out."
+            for name in leave_out_unmapped(self.endpoint, options)
+        ]
 
     async def _complete(self, request: ChatRequest) -> ModelResponse:
         """One live call of the endpoint, inside the rate limits."""

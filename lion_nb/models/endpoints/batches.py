@@ -54,8 +54,8 @@ from ...errors import (
     ProviderError,
     ProviderTimeoutError,
 )
-from ..citations import check_citations
 from ..clean import loads
+from ..mapped_options import leave_out_unmapped
 from ..secrets import redact
 from ._http import backoff
 from ._http_errors import error_from_payload, error_from_response, exhausted, request_id_of, tag
@@ -200,10 +200,7 @@ class BatchService:
     def body(self, request: ChatRequest) -> dict[str, Any]:
         """The body a live, non-streamed call would send for ``request``."""
         request.options = {**self.endpoint.options, **request.options}
-        if not check_citations(request.options.get("citations")) or not getattr(
-            self.endpoint, "takes_citations", False
-        ):  # as a live call leaves it out (`iModel._unmapped_options`)
-            request.options.pop("citations", None)
+        leave_out_unmapped(self.endpoint, request.options)  # as a live call does
         request.stream = False
         built = self._build(request)
         body = dict(built[0])
