@@ -18,21 +18,42 @@ thinking budget Claude's ``enabled`` form is sent with for that level (1024, 204
 16384 tokens); adaptive thinking with no level is allowed the ``high`` one. OpenAI's effort
 levels have no fixed bound, so the same allowances stand for them; a call that sets
 ``max_tokens`` is bounded by it instead, since both APIs count thinking inside that limit.
+
+OpenAI's reasoning models (`openai_reasoning_model`: the o-series and GPT-5 families) refuse
+``max_tokens`` on Chat Completions and take ``max_completion_tokens`` (thinking included), so
+that endpoint sends the limit -- the caller's or the one a budget gave the call -- under that
+name to them.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..errors import ConfigurationError
 from .anthropic_thinking import BUDGETS
 
-__all__ = ["LEVELS", "RECORD", "check_reasoning", "thinking_allowance"]
+__all__ = [
+    "LEVELS",
+    "RECORD",
+    "check_reasoning",
+    "openai_reasoning_model",
+    "thinking_allowance",
+]
 
 #: the levels ``reasoning=`` takes
 LEVELS = ("minimal", "low", "medium", "high")
 #: the metadata key (of an answer, then of its message) holding the provider's reasoning items
 RECORD = "reasoning_record"
+#: OpenAI's reasoning model names: o1, o3, o4-mini, gpt-5, gpt-5.2, gpt-5-mini, ... (dated
+#: snapshots included); ``gpt-5-chat-latest``, the chat model of the family, does not reason
+_OPENAI_REASONING = re.compile(r"(o\d+|gpt-5(\.\d+)?)(-(?!chat)[\w.-]+)?")
+
+
+def openai_reasoning_model(model: str) -> bool:
+    """Whether ``model`` is one of OpenAI's reasoning models, by name as OpenAI spells it (a
+    routed name such as ``openai/o3`` belongs to a router with its own rules)."""
+    return bool(_OPENAI_REASONING.fullmatch(model))
 
 
 def check_reasoning(value: object) -> str | None:

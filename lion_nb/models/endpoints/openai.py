@@ -5,7 +5,9 @@ OpenRouter, Groq and the like: requests go to ``{base_url}/chat/completions``, o
 ``api="responses"`` to ``{base_url}/responses`` (the Responses API, `_responses`). OpenAI's
 own host defaults to ``responses``, every other server to ``chat``, the form they all speak.
 ``reasoning=`` (`lion_nb.models.reasoning`) is sent as ``reasoning_effort`` on Chat
-Completions and as ``reasoning: {"effort", "summary": "auto"}`` on the Responses API.
+Completions and as ``reasoning: {"effort", "summary": "auto"}`` on the Responses API. OpenAI's
+reasoning models refuse ``max_tokens`` on Chat Completions: theirs goes as
+``max_completion_tokens``.
 
 - A call streams when the request asks for it or someone listens (`streaming_to`); text
   fragments go to `emit_text_delta` as they arrive, and the usage comes from
@@ -73,7 +75,7 @@ from httpx_sse import ServerSentEvent
 from ...errors import ConfigurationError, ProviderError
 from ..citations import CITATIONS, chat_citations
 from ..media import text_only
-from ..reasoning import RECORD
+from ..reasoning import RECORD, openai_reasoning_model
 from ..usage import openai_usage
 from . import PRESET_SETTINGS
 from . import _responses as responses_api
@@ -326,6 +328,9 @@ class OpenAIEndpoint(HTTPEndpoint):
         }
         if effort is not None:
             body["reasoning_effort"] = effort
+        if "max_tokens" in body and openai_reasoning_model(self.model):  # refused there
+            limit = body.pop("max_tokens")
+            body.setdefault("max_completion_tokens", limit)
         if self.tool_history == "text":  # every request, with or without tools offered
             body["messages"] = text_tool_history(body["messages"])
         if self.preset in _STRING_CONTENT_PRESETS:
