@@ -38,7 +38,7 @@ from .endpoints import (
     endpoint_class,
     resolve_provider,
 )
-from .mapped_options import leave_out_unmapped
+from .mapped_options import join_tools, leave_out_unmapped
 from .prices import Pricer, check_price, pricer_for
 from .reasoning import check_reasoning
 from .stream import StreamChunk
@@ -221,6 +221,7 @@ class iModel:
         merged = {**self.endpoint.options, **request.options}
         unused = self._unmapped_options(merged)
         request.options = merged
+        join_tools(request)
         tape = cassette_for(self)
         call = APICall(request=request)
         start = time.perf_counter()

@@ -148,6 +148,8 @@ def _as_openai_tools(schemas: list[dict[str, Any]] | None) -> list[dict[str, Any
     for schema in schemas:
         if schema.get("type") == "function" and "function" in schema:
             out.append(schema)
+        elif isinstance(schema.get("type"), str) and schema["type"] != "function":
+            out.append(schema)  # a provider's own tool (web search): sent as it is
         else:
             out.append({"type": "function", "function": schema})
     return out

@@ -55,7 +55,7 @@ from ...errors import (
     ProviderTimeoutError,
 )
 from ..clean import loads
-from ..mapped_options import leave_out_unmapped
+from ..mapped_options import join_tools, leave_out_unmapped
 from ..secrets import redact
 from ._http import backoff
 from ._http_errors import error_from_payload, error_from_response, exhausted, request_id_of, tag
@@ -201,6 +201,7 @@ class BatchService:
         """The body a live, non-streamed call would send for ``request``."""
         request.options = {**self.endpoint.options, **request.options}
         leave_out_unmapped(self.endpoint, request.options)  # as a live call does
+        join_tools(request)
         request.stream = False
         built = self._build(request)
         body = dict(built[0])
