@@ -84,7 +84,9 @@ class ThinkingAPI:
             return Script(status=500, body={"error": {"message": "no reply scripted"}})
         reply = self.replies[0]
         events = sse_events(reply) if isinstance(reply, str) else []
-        content = (reply.get("content") or []) if isinstance(reply, dict) else streamed_blocks(events)
+        content = (
+            (reply.get("content") or []) if isinstance(reply, dict) else streamed_blocks(events)
+        )
         problem = _not_offered(content, recorded.body)
         if problem is not None:
             self.refusals.append(problem)
