@@ -22,7 +22,8 @@ levels have no fixed bound, so the same allowances stand for them; a call that s
 OpenAI's reasoning models (`openai_reasoning_model`: the o-series and GPT-5 families) refuse
 ``max_tokens`` on Chat Completions and take ``max_completion_tokens`` (thinking included), so
 that endpoint sends the limit -- the caller's or the one a budget gave the call -- under that
-name to them.
+name to them. OpenAI's models that do not reason (GPT-4o, GPT-4.1, GPT-3.5, the GPT-5 chat
+models) refuse an effort level, so `check_openai_effort` refuses it first, in one line.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from .anthropic_thinking import BUDGETS
 __all__ = [
     "LEVELS",
     "RECORD",
+    "check_openai_effort",
     "check_reasoning",
     "openai_reasoning_model",
     "thinking_allowance",
@@ -48,6 +50,21 @@ RECORD = "reasoning_record"
 #: OpenAI's reasoning model names: o1, o3, o4-mini, gpt-5, gpt-5.2, gpt-5-mini, ... (dated
 #: snapshots included); ``gpt-5-chat-latest``, the chat model of the family, does not reason
 _OPENAI_REASONING = re.compile(r"(o\d+|gpt-5(\.\d+)?)(-(?!chat)[\w.-]+)?")
+
+
+#: OpenAI's model names that take no effort level (new names are left to the API to judge)
+_OPENAI_NOT_REASONING = re.compile(r"(gpt-4|gpt-3\.5|chatgpt-|gpt-5(\.\d+)?-chat)[\w.-]*")
+
+
+def check_openai_effort(model: str, level: str | None) -> None:
+    """A one-line `ConfigurationError` for an effort level sent to one of OpenAI's models
+    that do not reason (by name, as OpenAI spells it), before any request."""
+    if level is not None and _OPENAI_NOT_REASONING.fullmatch(model):
+        raise ConfigurationError(
+            f"`reasoning={level!r}`: `{model}` does not reason, so it takes no effort level; "
+            "use one of OpenAI's reasoning models (o3, o4-mini, gpt-5.x) or leave `reasoning=` "
+            "unset."
+        )
 
 
 def openai_reasoning_model(model: str) -> bool:

@@ -75,7 +75,7 @@ from httpx_sse import ServerSentEvent
 from ...errors import ConfigurationError, ProviderError
 from ..citations import CITATIONS, chat_citations
 from ..media import text_only
-from ..reasoning import RECORD, openai_reasoning_model
+from ..reasoning import RECORD, check_openai_effort, openai_reasoning_model
 from ..usage import openai_usage
 from . import PRESET_SETTINGS
 from . import _responses as responses_api
@@ -255,6 +255,7 @@ class OpenAIEndpoint(HTTPEndpoint):
         options = {k: v for k, v in request.options.items() if v is not None}
         stream = bool(options.pop("stream", False)) or request.stream or wants_stream()
         effort = options.pop("reasoning", None)
+        check_openai_effort(self.model, effort)
         cache_key = (
             request.cache_key if self.preset is None and getattr(self, "cache", True) else None
         )
@@ -321,6 +322,7 @@ class OpenAIEndpoint(HTTPEndpoint):
         options = {k: v for k, v in request.options.items() if v is not None}
         stream = bool(options.pop("stream", False)) or request.stream or wants_stream()
         effort = options.pop("reasoning", None)
+        check_openai_effort(self.model, effort)
         body: dict[str, Any] = {
             "model": self.model,
             "messages": _wire_messages(request.messages),

@@ -374,3 +374,15 @@ def test_other_chat_models_keep_max_tokens_and_the_fake_refuses_it_where_openai_
         json={"model": "o3", "messages": [], "max_tokens": 5},
     )
     assert raw.status_code == 400 and raw.json()["error"]["param"] == "max_tokens"
+
+
+@pytest.mark.parametrize("api", ["responses", "chat"])
+@pytest.mark.parametrize("name", ["gpt-4o-mini", "gpt-4.1", "gpt-5-chat-latest"])
+def test_an_openai_model_that_does_not_reason_refuses_an_effort_before_any_request(
+    http_fake, api, name
+):
+    m = iModel(provider="openai", model=name, base_url=http_fake.openai_url, api_key=KEY, api=api)
+    call = anyio.run(m.invoke, ask(options={"reasoning": "high"}))
+    assert isinstance(call.error, ConfigurationError)
+    assert f"`{name}` does not reason" in str(call.error) and "\n" not in str(call.error)
+    assert http_fake.requests == []
