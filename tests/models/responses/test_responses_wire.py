@@ -386,3 +386,29 @@ def test_an_openai_model_that_does_not_reason_refuses_an_effort_before_any_reque
     assert isinstance(call.error, ConfigurationError)
     assert f"`{name}` does not reason" in str(call.error) and "\n" not in str(call.error)
     assert http_fake.requests == []
+
+
+@pytest.mark.parametrize(
+    ("provider", "name", "api", "field"),
+    [
+        ("openai", "gpt-5.2", "responses", ("reasoning", {"effort": "high", "summary": "auto"})),
+        ("openai", "o4-mini", "chat", ("reasoning_effort", "high")),
+        ("ollama", "qwen3:8b", None, ("reasoning_effort", "high")),
+        ("vllm", "openai/gpt-oss-20b", None, ("reasoning_effort", "high")),
+    ],
+)
+def test_reasoning_high_is_the_field_each_openai_compatible_wire_takes(
+    http_fake, provider, name, api, field
+):
+    reply = "openai_responses_nonstream.json" if api == "responses" else openai_completion("ok")
+    if api == "responses":
+        ResponsesAPI(http_fake, [reply])
+    else:
+        http_fake.push_json(reply)
+    kw = {"api": api} if api else {}
+    m = iModel(provider=provider, model=name, base_url=http_fake.openai_url, api_key=KEY, **kw)
+    assert call(m, ask(options={"reasoning": "high"})).status == "completed"
+    body = http_fake.requests[-1].body
+    key, value = field
+    assert body[key] == value
+    assert ({"reasoning", "reasoning_effort"} - {key}).isdisjoint(body)
