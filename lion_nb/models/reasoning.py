@@ -22,9 +22,8 @@ levels have no fixed bound, so the same allowances stand for them; a call that s
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..errors import ConfigurationError
+from ..shapes import JsonObject
 from .anthropic_thinking import BUDGETS
 
 __all__ = ["LEVELS", "RECORD", "check_reasoning", "thinking_allowance"]
@@ -44,7 +43,7 @@ def check_reasoning(value: object) -> str | None:
     )
 
 
-def thinking_allowance(options: dict[str, Any]) -> int:
+def thinking_allowance(options: JsonObject) -> int:
     """The output tokens a call's thinking may take, from its options (``thinking=`` first,
     then ``reasoning=``); 0 for a call that does not think (see the module docstring)."""
     thinking = options.get("thinking")

@@ -288,6 +288,7 @@ def _assemble(answer: Any, requests: list[ActionRequest], responses: list[Any]) 
 async def operate(
     branch: Branch,
     *,
+    # Any: any instruction value; tools as `ActionManager` takes; text, model or dict result
     instruction: Any = None,
     chat_param: ChatParam,
     parse_param: ParseParam | None = None,

@@ -36,6 +36,7 @@ from pydantic import (
 
 from ..models.clean import clean_data, clean_fields
 from ..models.secrets import scrub_values
+from ..shapes import JsonObject
 from .element import Element
 
 __all__ = [
@@ -131,7 +132,7 @@ class RoledMessage(Element):
         """The message as readable text."""
         raise NotImplementedError
 
-    def chat_msg(self) -> dict[str, Any]:
+    def chat_msg(self) -> JsonObject:
         """The message as one OpenAI-style chat message."""
         return {"role": self.role.value, "content": self.rendered}
 
@@ -209,7 +210,7 @@ class Instruction(RoledMessage):
             )
         return "\n\n".join(parts)
 
-    def chat_msg(self) -> dict[str, Any]:
+    def chat_msg(self) -> JsonObject:
         text = self.rendered
         if not self.images and not self.files:
             return {"role": "user", "content": text}
@@ -237,11 +238,12 @@ class AssistantResponse(RoledMessage):
     def rendered(self) -> str:
         return self.response
 
+    # Any: the provider's raw response, kept as it came
     @property
     def model_response(self) -> Any:
         return self.metadata.get("model_response")
 
-    def chat_msg(self) -> dict[str, Any]:
+    def chat_msg(self) -> JsonObject:
         """The chat message, with the provider's reasoning items when the answer has them
         (``metadata["reasoning_record"]``): the endpoint that made them sends them back, the
         others leave them out (`lion_nb.models.reasoning`)."""
@@ -252,7 +254,7 @@ class AssistantResponse(RoledMessage):
         return msg
 
     @property
-    def usage(self) -> dict[str, Any] | None:
+    def usage(self) -> JsonObject | None:
         return self.metadata.get("usage")
 
 
@@ -278,7 +280,7 @@ class ActionRequest(RoledMessage):
     def is_responded(self) -> bool:
         return self.action_response_id is not None
 
-    def chat_msg(self) -> dict[str, Any]:
+    def chat_msg(self) -> JsonObject:
         return {
             "role": "assistant",
             "content": None,
@@ -329,7 +331,7 @@ class ActionResponse(RoledMessage):
     def rendered(self) -> str:
         return _to_text(self.output)
 
-    def chat_msg(self) -> dict[str, Any]:
+    def chat_msg(self) -> JsonObject:
         return {"role": "tool", "tool_call_id": self.call_id, "content": self.rendered}
 
 
@@ -345,7 +347,7 @@ def _adapter(many: bool = False) -> TypeAdapter[Any]:
     return TypeAdapter(list[AnyMessage] if many else AnyMessage)
 
 
-def load_message(data: dict[str, Any] | RoledMessage) -> RoledMessage:
+def load_message(data: JsonObject | RoledMessage) -> RoledMessage:
     """Any saved message back as its own class (the ``kind`` field picks it)."""
     if isinstance(data, RoledMessage):
         return data
@@ -353,7 +355,7 @@ def load_message(data: dict[str, Any] | RoledMessage) -> RoledMessage:
     return message
 
 
-def load_messages(data: list[dict[str, Any]]) -> list[RoledMessage]:
+def load_messages(data: list[JsonObject]) -> list[RoledMessage]:
     """Many saved messages at once (one validation pass, much faster than one by one)."""
     messages: list[RoledMessage] = _adapter(True).validate_python(
         data, context={_SCRUB: scrub_values()}
@@ -361,11 +363,11 @@ def load_messages(data: list[dict[str, Any]]) -> list[RoledMessage]:
     return messages
 
 
-def dump_message(message: RoledMessage, mode: str = "python") -> dict[str, Any]:
+def dump_message(message: RoledMessage, mode: str = "python") -> JsonObject:
     return message.model_dump(mode="json" if mode in ("json", "db") else "python")
 
 
-def dump_messages(messages: list[RoledMessage], mode: str = "python") -> list[dict[str, Any]]:
+def dump_messages(messages: list[RoledMessage], mode: str = "python") -> list[JsonObject]:
     data: list[dict[str, Any]] = _adapter(True).dump_python(
         messages, mode="json" if mode in ("json", "db") else "python"
     )
