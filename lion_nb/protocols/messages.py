@@ -28,11 +28,13 @@ from uuid import UUID, uuid4
 from pydantic import (
     ConfigDict,
     Field,
+    GetCoreSchemaHandler,
+    GetPydanticSchema,
     TypeAdapter,
     ValidationInfo,
-    field_validator,
     model_validator,
 )
+from pydantic_core import core_schema as cs
 
 from ..models.clean import clean_data, clean_fields
 from ..models.secrets import scrub_values
@@ -77,6 +79,42 @@ def _to_text(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, default=str)
 
 
+def _ref_text(v: Any) -> Any:
+    """A sender or recipient as text: an id, a message's id, a role's name, or ``str(v)``."""
+    if v is None or isinstance(v, str):
+        return v
+    if isinstance(v, UUID):
+        return str(v)
+    if isinstance(v, Element):
+        return str(v.id)
+    if isinstance(v, MessageRole):
+        return v.value
+    if isinstance(v, (dict, list, tuple, set)):  # saved data: never an id
+        raise ValueError(f"an id or a name is needed, got {type(v).__name__}")
+    return str(v)
+
+
+def _ref_schema(source: Any, handler: GetCoreSchemaHandler) -> cs.CoreSchema:
+    """``None`` and a str -- what saved messages hold -- are taken by pydantic's core with no
+    Python call (a before-validator cost two calls a message on a long load); anything else
+    goes through `_ref_text` and then the plain ``str | None`` check. A value it refuses is
+    one error naming the field, not one per choice."""
+    return cs.union_schema(
+        [
+            cs.none_schema(),
+            cs.str_schema(strict=True),
+            cs.chain_schema([cs.no_info_plain_validator_function(_ref_text), handler(source)]),
+        ],
+        mode="left_to_right",
+        custom_error_type="id_or_name",
+        custom_error_message="an id or a name is needed: a str, a UUID or a message",
+    )
+
+
+#: who sent a message or is to receive it: an id or a name, as text
+Ref = Annotated[str | None, GetPydanticSchema(_ref_schema)]
+
+
 class RoledMessage(Element):
     """Base of every message: who sent it, to whom, and how it renders."""
 
@@ -84,26 +122,11 @@ class RoledMessage(Element):
 
     role: ClassVar[MessageRole] = MessageRole.USER
     kind: str
-    sender: str | None = None
-    recipient: str | None = None
+    sender: Ref = None
+    recipient: Ref = None
 
     # Not a PrivateAttr: pydantic's private-attribute setup would double construction cost.
     _rev: ClassVar[int] = 0
-
-    @field_validator("sender", "recipient", mode="before")
-    @classmethod
-    def _ref_to_str(cls, v: Any) -> Any:
-        if v is None or isinstance(v, str):
-            return v
-        if isinstance(v, UUID):
-            return str(v)
-        if isinstance(v, Element):
-            return str(v.id)
-        if isinstance(v, MessageRole):
-            return v.value
-        if isinstance(v, (dict, list, tuple, set)):  # saved data: never an id
-            raise ValueError(f"an id or a name is needed, got {type(v).__name__}")
-        return str(v)
 
     @model_validator(mode="after")
     def _clean(self, info: ValidationInfo) -> RoledMessage:
