@@ -97,18 +97,19 @@ def _ref_text(v: Any) -> Any:
 def _ref_schema(source: Any, handler: GetCoreSchemaHandler) -> cs.CoreSchema:
     """``None`` and a str -- what saved messages hold -- are taken by pydantic's core with no
     Python call (a before-validator cost two calls a message on a long load); anything else
-    goes through `_ref_text` and then the plain ``str | None`` check. A value it refuses is
-    one error naming the field, not one per choice."""
-    return cs.union_schema(
+    goes through `_ref_text` and then pydantic's str check. A value it refuses is one error
+    naming the field, not one per choice; it is written out as ``str | None`` is."""
+    text = cs.union_schema(
         [
-            cs.none_schema(),
             cs.str_schema(strict=True),
-            cs.chain_schema([cs.no_info_plain_validator_function(_ref_text), handler(source)]),
+            cs.chain_schema([cs.no_info_plain_validator_function(_ref_text), cs.str_schema()]),
         ],
         mode="left_to_right",
         custom_error_type="id_or_name",
         custom_error_message="an id or a name is needed: a str, a UUID or a message",
+        serialization=cs.simple_ser_schema("str"),
     )
+    return cs.nullable_schema(text)
 
 
 #: who sent a message or is to receive it: an id or a name, as text
