@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..shapes import JsonObject
 from .citations import check_citations
 from .reasoning import check_reasoning
 
@@ -24,7 +25,8 @@ MAPPED_OPTIONS: tuple[tuple[str, Callable[[object], object], str], ...] = (
 )
 
 
-def leave_out_unmapped(endpoint: Any, options: dict[str, Any]) -> list[str]:
+# Any: any endpoint; only its `mapped_options` is read
+def leave_out_unmapped(endpoint: Any, options: JsonObject) -> list[str]:
     """Take out of ``options`` each mapped option that is unset or that ``endpoint`` (any
     endpoint: only its ``takes_*`` flags are read) does not map; the names of the latter."""
     unmapped = []
@@ -37,6 +39,7 @@ def leave_out_unmapped(endpoint: Any, options: dict[str, Any]) -> list[str]:
     return unmapped
 
 
+# Any: a `ChatRequest` (endpoints import this module); its `tools` and `options` are read
 def join_tools(request: Any) -> None:
     """Move a ``tools`` option of ``request`` (a list) after the tools it offers, once each,
     when it offers any (with none, the option is the body's ``tools`` as it is)."""

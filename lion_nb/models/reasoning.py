@@ -29,9 +29,9 @@ models) refuse an effort level, so `check_openai_effort` refuses it first, in on
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from ..errors import ConfigurationError
+from ..shapes import JsonObject
 from .anthropic_thinking import BUDGETS
 
 __all__ = [
@@ -82,7 +82,7 @@ def check_reasoning(value: object) -> str | None:
     )
 
 
-def thinking_allowance(options: dict[str, Any]) -> int:
+def thinking_allowance(options: JsonObject) -> int:
     """The output tokens a call's thinking may take, from its options (``thinking=`` first,
     then ``reasoning=``); 0 for a call that does not think (see the module docstring)."""
     thinking = options.get("thinking")

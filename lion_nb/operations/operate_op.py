@@ -224,7 +224,7 @@ def _register(branch: Branch, tools: Any) -> Any:
     return names
 
 
-def hosted_tool(item: Any) -> bool:
+def hosted_tool(item: object) -> bool:
     """Whether ``item`` is a provider's own tool: a dict whose ``type`` is not ``function``."""
     return (
         isinstance(item, dict) and isinstance(item.get("type"), str) and item["type"] != "function"
@@ -306,6 +306,7 @@ def _assemble(answer: Any, requests: list[ActionRequest], responses: list[Any]) 
 async def operate(
     branch: Branch,
     *,
+    # Any: any instruction value; tools as `ActionManager` takes; text, model or dict result
     instruction: Any = None,
     chat_param: ChatParam,
     parse_param: ParseParam | None = None,

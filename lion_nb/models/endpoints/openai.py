@@ -73,6 +73,7 @@ from urllib.parse import urlsplit
 from httpx_sse import ServerSentEvent
 
 from ...errors import ConfigurationError, ProviderError
+from ...shapes import JsonObject
 from ..citations import CITATIONS, chat_citations
 from ..media import text_only
 from ..reasoning import RECORD, check_openai_effort, openai_reasoning_model
@@ -114,7 +115,7 @@ _NO_VISION = "this model does not read images or files, so it was described inst
 _MEDIA_WORDS = re.compile(r"image|vision|multimodal|file part|\bfile\b|pdf", re.IGNORECASE)
 
 
-def has_media(messages: list[dict[str, Any]]) -> bool:
+def has_media(messages: list[JsonObject]) -> bool:
     """Whether any message carries an image or a file part."""
     return any(
         isinstance(m.get("content"), list)
@@ -153,6 +154,7 @@ class OpenAIEndpoint(HTTPEndpoint):
     default_key_env: ClassVar[str | None] = "OPENAI_API_KEY"
     takes_reasoning: ClassVar[bool] = True
 
+    # Any: the settings `Endpoint.__init__` takes, passed on
     def __init__(self, model: str, **kwargs: Any):
         form = check_form(kwargs.pop("structured_output", None) or "json_schema")
         history = kwargs.pop("tool_history", None)
@@ -174,7 +176,7 @@ class OpenAIEndpoint(HTTPEndpoint):
         self.tool_history = _check_tool_history(history or self._implied_tool_history())
         self._working_form: str | None = None  # the form a refusal made this model switch to
 
-    def config(self) -> dict[str, Any]:
+    def config(self) -> JsonObject:
         data = super().config()
         implied = PRESET_SETTINGS.get(self.preset or "", {}).get("structured_output")
         if self.structured_output != (implied or "json_schema"):
@@ -423,7 +425,7 @@ def _wire_message(msg: dict[str, Any]) -> dict[str, Any]:
     return {**msg, "tool_calls": wire}
 
 
-def string_content(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def string_content(messages: list[JsonObject]) -> list[JsonObject]:
     """``messages`` with each content made only of text parts as one string.
 
     llama-cpp-python's built-in chat formats keep a message's content only when it is a
@@ -455,7 +457,7 @@ def _check_tool_history(form: object) -> str:
     return form
 
 
-def text_tool_history(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def text_tool_history(messages: list[JsonObject]) -> list[JsonObject]:
     """The history with tool calls and their results written as text in the assistant's turn.
 
     Consecutive assistant turns are merged, so user and assistant alternate as strict
