@@ -33,6 +33,7 @@ from pydantic import BaseModel, Field
 
 from ..errors import ExecutionError
 from ..protocols.messages import ActionRequest, ActionResponse
+from ..tracing import hooks as tracing
 from .types import ActionParam
 
 if TYPE_CHECKING:
@@ -144,7 +145,19 @@ async def act(branch: Branch, action_request: Any, param: ActionParam) -> list[A
     responses: list[ActionResponse | None] = [None] * len(requests)
 
     async def run_one(index: int, request: ActionRequest) -> None:
-        responses[index] = await branch.acts.invoke(request)
+        tracer = tracing.ACTIVE
+        if tracer is None:
+            responses[index] = await branch.acts.invoke(request)
+            return
+        span = _traced(tracer.tool_start, branch, request, registry.get(request.function))
+        try:
+            responses[index] = await branch.acts.invoke(request)
+        except BaseException as exc:
+            if span is not None:
+                _traced(tracer.tool_end, span, request, None, exc)
+            raise
+        if span is not None:
+            _traced(tracer.tool_end, span, request, responses[index])
 
     try:
         if param.strategy == "sequential" or len(requests) == 1:
@@ -170,6 +183,15 @@ async def act(branch: Branch, action_request: Any, param: ActionParam) -> list[A
             logger.info("tool `%s` %s: %s", request.function, status, response.rendered[:200])
 
     return _check_failures(done, param)
+
+
+def _traced(method: Any, *args: Any) -> Any:
+    """Call a tracer's method; a failure is logged, never raised into the tool call."""
+    try:
+        return method(*args)
+    except Exception:
+        logger.warning("tracing failed", exc_info=True)
+        return None
 
 
 def _record_unfinished(
