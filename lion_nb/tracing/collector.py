@@ -90,7 +90,7 @@ class LoopbackCollector:
 
     def __init__(self, port: int = 0, *, delay: float = 0.0, status: int = 200) -> None:
         self.spans: list[ReceivedSpan] = []
-        self.requests: list[dict[str, str]] = []  # the headers of each export request
+        self.requests: list[dict[str, str]] = []  # the headers of each export request, names lower-cased
         self.delay = delay
         self.status = status
         self._lock = threading.Lock()
@@ -118,7 +118,7 @@ class LoopbackCollector:
                     self._answer(400)
                     return
                 with collector._changed:
-                    collector.requests.append(dict(self.headers.items()))
+                    collector.requests.append({k.lower(): v for k, v in self.headers.items()})
                     collector.spans.extend(spans)
                     collector._changed.notify_all()
                 self._answer(200)
