@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "providers" / "otel_genai_chat_span.json"
+FIXTURE = (
+    Path(__file__).resolve().parents[1] / "fixtures" / "providers" / "otel_genai_chat_span.json"
+)
 
 
 def fixture_spans() -> dict[str, dict]:

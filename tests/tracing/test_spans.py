@@ -85,7 +85,7 @@ def test_a_tool_round_makes_turn_model_and_tool_spans_with_the_conventions_names
 def test_the_schema_of_the_spans_is_the_fixtures_convention_version():
     from lion_nb.tracing.attributes import SCHEMA_URL
 
-    assert SCHEMA_URL == schema_url()
+    assert schema_url() == SCHEMA_URL
 
 
 def test_a_fork_names_its_parent_and_a_turn_in_a_tool_is_the_tools_child(collector):
@@ -136,7 +136,9 @@ def test_concurrent_turns_never_adopt_each_others_spans(collector):
     assert len(turns) == 8
     for chat in (s for s in spans if s.name == "chat auto"):
         parent = turns[chat.parent_span_id]
-        assert parent.attributes["gen_ai.conversation.id"] == chat.attributes["gen_ai.conversation.id"]
+        assert (
+            parent.attributes["gen_ai.conversation.id"] == chat.attributes["gen_ai.conversation.id"]
+        )
 
 
 def test_a_failed_model_call_has_its_error_type_and_the_error_is_raised_as_before(collector):
