@@ -172,9 +172,37 @@ def _masked(value: Any, limit: int, depth: int = 0) -> Any:
     return _cut(str(value), limit)
 
 
-def content_json(value: Any, limit: int) -> str:
-    """``value`` as bounded, masked, redacted JSON text (an attribute's value)."""
-    return redact(json.dumps(_masked(value, limit), ensure_ascii=False, default=str))
+def _arguments(value: Any) -> Any:
+    """Tool-call arguments as a dict when they are JSON text (so their keys are seen)."""
+    if isinstance(value, str):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            return value
+        return parsed if isinstance(parsed, dict) else value
+    return value
+
+
+def hidden_values(arguments: Any) -> list[str]:
+    """The values given under secret-looking names (``api_key=...``): masked wherever they
+    show again (a tool's result quoting its argument)."""
+    arguments = _arguments(arguments)
+    if not isinstance(arguments, dict):
+        return []
+    return [
+        str(v)
+        for k, v in arguments.items()
+        if _SECRET_KEY.search(str(k)) and isinstance(v, (str, int)) and len(str(v)) >= 4
+    ]
+
+
+def content_json(value: Any, limit: int, hide: list[str] | tuple[str, ...] = ()) -> str:
+    """``value`` as bounded, masked, redacted JSON text (an attribute's value); every text
+    in ``hide`` is masked too."""
+    text = json.dumps(_masked(value, limit), ensure_ascii=False, default=str)
+    for secret in sorted(set(hide), key=len, reverse=True):
+        text = text.replace(json.dumps(secret)[1:-1], MASK)
+    return redact(text)
 
 
 def _parts(content: Any, limit: int) -> list[dict[str, Any]]:
@@ -196,6 +224,7 @@ def input_messages(messages: list[dict[str, Any]], limit: int) -> dict[str, str]
     50 messages)."""
     system: list[dict[str, Any]] = []
     chat: list[dict[str, Any]] = []
+    hide: list[str] = []
     for message in messages[-50:]:
         role = str(message.get("role", "user"))
         parts = _parts(message.get("content", ""), limit)
@@ -205,12 +234,13 @@ def input_messages(messages: list[dict[str, Any]], limit: int) -> dict[str, str]
         entry: dict[str, Any] = {"role": role, "parts": parts}
         for call in message.get("tool_calls") or ():
             fn = call.get("function") or call
+            hide += hidden_values(fn.get("arguments"))
             parts.append(
                 {
                     "type": "tool_call",
                     "id": call.get("id"),
                     "name": fn.get("name"),
-                    "arguments": fn.get("arguments"),
+                    "arguments": _arguments(fn.get("arguments")),
                 }
             )
         if role == "tool":
@@ -222,9 +252,9 @@ def input_messages(messages: list[dict[str, Any]], limit: int) -> dict[str, str]
                 }
             ]
         chat.append(entry)
-    out = {"gen_ai.input.messages": content_json(chat, limit)}
+    out = {"gen_ai.input.messages": content_json(chat, limit, hide)}
     if system:
-        out["gen_ai.system_instructions"] = content_json(system, limit)
+        out["gen_ai.system_instructions"] = content_json(system, limit, hide)
     return out
 
 
@@ -247,7 +277,8 @@ def output_messages(response: Any, limit: int) -> dict[str, str]:
 
 def tool_content(arguments: Any, result: Any, limit: int) -> dict[str, str]:
     """``gen_ai.tool.call.arguments`` and ``gen_ai.tool.call.result``, bounded and masked."""
+    hide = hidden_values(arguments)
     out = {"gen_ai.tool.call.arguments": content_json(arguments, limit)}
     if result is not None:
-        out["gen_ai.tool.call.result"] = content_json(result, limit)
+        out["gen_ai.tool.call.result"] = content_json(result, limit, hide)
     return out

@@ -90,7 +90,9 @@ class LoopbackCollector:
 
     def __init__(self, port: int = 0, *, delay: float = 0.0, status: int = 200) -> None:
         self.spans: list[ReceivedSpan] = []
-        self.requests: list[dict[str, str]] = []  # the headers of each export request, names lower-cased
+        self.requests: list[
+            dict[str, str]
+        ] = []  # the headers of each export request, names lower-cased
         self.delay = delay
         self.status = status
         self._lock = threading.Lock()
