@@ -91,7 +91,7 @@ def test_a_provider_key_and_a_url_password_never_leave(collector, capture):
 
 @pytest.mark.parametrize("capture", [False, True])
 def test_an_mcp_servers_header_token_never_leaves(collector, mcp_http, capture):  # noqa: F811
-    url, log = mcp_http
+    url, _log = mcp_http
     tracing.enable(collector.endpoint, capture_content=capture)
     responses = [
         {"tool_calls": [{"name": "record", "arguments": {"note": f"token {TOKEN}"}}]},
