@@ -17,6 +17,7 @@ server is its host and port.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any
@@ -52,6 +53,7 @@ _USAGE = (
     ("cache_write_tokens", "gen_ai.usage.cache_creation.input_tokens"),
     ("reasoning_tokens", "gen_ai.usage.reasoning.output_tokens"),
 )
+_ALWAYS = ("input_tokens", "output_tokens", "cache_read_tokens")
 _OPTIONS = (
     ("max_tokens", "gen_ai.request.max_tokens"),
     ("max_completion_tokens", "gen_ai.request.max_tokens"),
@@ -88,21 +90,24 @@ def branch_attributes(branch: Any, cell: tuple[Any, Any]) -> dict[str, Any]:
     return attrs
 
 
+@functools.lru_cache(maxsize=64)
+def _server(base_url: str) -> tuple[tuple[str, Any], ...]:
+    try:
+        parts = urlsplit(base_url)
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return ()
+    if not host:
+        return ()
+    if port is None:
+        port = 443 if parts.scheme == "https" else 80
+    return (("server.address", host), ("server.port", port))
+
+
 def server_attributes(base_url: Any) -> dict[str, Any]:
     """``server.address`` / ``server.port`` of a base URL: host and port only (never the
     user, password, path or query)."""
-    if not base_url:
-        return {}
-    try:
-        parts = urlsplit(str(base_url))
-        host, port = parts.hostname, parts.port
-    except ValueError:
-        return {}
-    if not host:
-        return {}
-    if port is None:
-        port = 443 if parts.scheme == "https" else 80
-    return {"server.address": host, "server.port": port}
+    return dict(_server(str(base_url))) if base_url else {}
 
 
 def request_attributes(imodel: Any, request: Any) -> dict[str, Any]:
@@ -140,7 +145,8 @@ def response_attributes(response: Any, usd: float | None) -> dict[str, Any]:
     usage = response.usage if isinstance(response.usage, dict) else {}
     for field, key in _USAGE:
         value = usage.get(field)
-        if type(value) is int and value >= 0:
+        # input, output and cache reads always; cache writes and reasoning when there were some
+        if type(value) is int and (value > 0 or (value == 0 and field in _ALWAYS)):
             attrs[key] = value
     if "estimated" in usage:
         attrs["lion_nb.usage.estimated"] = True

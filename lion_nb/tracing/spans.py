@@ -60,7 +60,6 @@ class Tracer:
         attrs["gen_ai.operation.name"] = "invoke_agent"
         attrs["lion_nb.operation"] = operation
         attrs["lion_nb.run.id"] = run_id
-        attrs["gen_ai.agent.id"] = branch.id_text
         if branch.name:
             attrs["gen_ai.agent.name"] = str(branch.name)
         span = self._start(operation, SpanKind.INTERNAL, attrs)
