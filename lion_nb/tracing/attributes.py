@@ -53,7 +53,7 @@ _USAGE = (
     ("cache_write_tokens", "gen_ai.usage.cache_creation.input_tokens"),
     ("reasoning_tokens", "gen_ai.usage.reasoning.output_tokens"),
 )
-_ALWAYS = ("input_tokens", "output_tokens", "cache_read_tokens")
+_ALWAYS = ("input_tokens", "output_tokens", "cache_read_tokens", "reasoning_tokens")
 _OPTIONS = (
     ("max_tokens", "gen_ai.request.max_tokens"),
     ("max_completion_tokens", "gen_ai.request.max_tokens"),
@@ -145,7 +145,7 @@ def response_attributes(response: Any, usd: float | None) -> dict[str, Any]:
     usage = response.usage if isinstance(response.usage, dict) else {}
     for field, key in _USAGE:
         value = usage.get(field)
-        # input, output and cache reads always; cache writes and reasoning when there were some
+        # cache writes only when there were some (most providers never report them)
         if type(value) is int and (value > 0 or (value == 0 and field in _ALWAYS)):
             attrs[key] = value
     if "estimated" in usage:

@@ -313,7 +313,7 @@ class _Quiet(logging.Filter):
     request error may name the endpoint with its credentials."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return _STATE.processor is None
+        return not threading.current_thread().name.startswith("lion-nb-trace")
 
 
 _QUIET = _Quiet()
