@@ -211,15 +211,15 @@ async def chat(
         raise failed from error
     usage = call.response.usage
     usd = record_call(branch, imodel, usage) if billing != "none" else None
-    trace_id = None if span is None else _traced(tracer.model_end, span, call, usd)
+    traced = None if span is None else _traced(tracer.model_end, span, call, usd)
     if billing == "live":
         note_usage(branch, request, call.response)
     note = _cache_break(branch, request) if billing == "live" else None
     if not return_ins_res_message:  # the text alone: no message is made to be thrown away
         return clean_text(call.response.text or "")
     res = _to_assistant_response(branch, imodel, call.response, usd)
-    if trace_id:  # the turn view's footer shows it; a trace viewer finds the call by it
-        res.metadata["trace_id"] = trace_id
+    if traced:  # the turn view's footer shows it; a trace viewer finds the call by it
+        res.metadata["trace_id"], res.metadata["span_id"] = traced
     if note and imodel.cache:
         res.metadata["cache_note"] = note
     return ins, res

@@ -86,8 +86,10 @@ class Tracer:
                 attrs["gen_ai.tool.definitions"] = A.content_json(request.tools, self.max_chars)
         return self._start(f"chat {imodel.model}", SpanKind.CLIENT, attrs)
 
-    def model_end(self, span: Any, call: Any, usd: float | None = None) -> str:
-        """Close a model call's span from its `APICalling`; returns its trace id."""
+    def model_end(self, span: Any, call: Any, usd: float | None = None) -> tuple[str, str]:
+        """Close a model call's span from its `APICalling`; returns its trace and span ids
+        (hex), which the answer keeps (the footer shows the trace; evaluations link to the
+        call)."""
         response = call.response if call is not None else None
         if response is not None:
             span.set_attributes(A.response_attributes(response, usd))
@@ -97,7 +99,8 @@ class Tracer:
         if error is not None or response is None:
             _fail(span, error)
         span.end()
-        return format(span.get_span_context().trace_id, "032x")
+        context = span.get_span_context()
+        return format(context.trace_id, "032x"), format(context.span_id, "016x")
 
     def model_failed(self, span: Any, error: BaseException) -> None:
         _fail(span, error)
