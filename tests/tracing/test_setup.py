@@ -122,3 +122,28 @@ def test_a_slow_collector_gets_the_spans_later_and_the_warning_is_not_repeated()
         assert sum(issubclass(w.category, TracingWarning) for w in caught) == 1
         assert len(slow.wait_for(2)) == 2  # nothing lost: they arrive when it answers
         assert tracing.flush(5) is True and tracing.status().delivering
+
+
+def test_spans_still_queued_at_exit_are_sent(collector, tmp_path):
+    """A process that ends right after a turn (a kernel shut down) still sends its spans:
+    the export would have waited 0.2 s more, and its thread dies with the process."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    script = (
+        "import anyio, lion_nb.tracing as t\n"
+        "from lion_nb import Branch\n"
+        f"t.enable({collector.endpoint!r})\n"
+        "anyio.run(lambda: Branch(chat_model='offline/auto').communicate('hi'))\n"
+        "print(t.status().exported)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ["PYTHONPATH"]])}
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "0"  # nothing had left when the program ended
+    assert sorted(s.name for s in collector.spans) == ["chat auto", "communicate"]
