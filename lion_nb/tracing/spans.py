@@ -128,10 +128,10 @@ class Tracer:
         _CURRENT.reset(token)
         meta = getattr(response, "metadata", None) or {}
         approval = meta.get("approval") or request.metadata.get("approval")
-        if approval:
-            decision = str(approval).split(" ", 1)[0].rstrip(":")
-            span.set_attribute("lion_nb.tool.approval", decision)
-            span.set_attribute("lion_nb.tool.approval.by", str(approval))
+        if approval:  # "approved by callable", "denied by policy", "denied: the turn was..."
+            text = str(approval)
+            span.set_attribute("lion_nb.tool.approval", text.split(" ", 1)[0].rstrip(":"))
+            span.set_attribute("lion_nb.tool.approval.by", text.partition(" by ")[2] or text)
         if self.capture_content:
             output = None if response is None else response.output
             span.set_attributes(A.tool_content(dict(request.arguments), output, self.max_chars))

@@ -170,3 +170,39 @@ def test_tracing_off_records_nothing_and_the_answer_has_no_trace_id(collector):
     assert branch.messages[-1].metadata["trace_id"] == collector.spans[0].trace_id
     anyio.run(lambda: branch.communicate("hello"))
     assert len(collector.spans) == 2
+
+
+CALLED: list[str] = []
+
+
+def delete(path: str) -> str:
+    """Delete a file."""
+    CALLED.append(path)
+    return f"deleted {path}"
+
+
+def test_a_tool_calls_approval_decision_is_on_its_span(collector):
+    from lion_nb import Tool
+
+    tracing.enable(collector.endpoint)
+
+    def allow(name, arguments):
+        return arguments["path"].startswith("/tmp/")
+
+    branch = Branch(tools=[Tool(delete, approve=allow)])
+
+    async def main():
+        await branch.act({"function": "delete", "arguments": {"path": "/tmp/a"}})
+        await branch.act(
+            {"function": "delete", "arguments": {"path": "/etc/passwd"}}, suppress_errors=True
+        )
+
+    anyio.run(main)
+    assert tracing.flush(5)
+    ok, no = (s for s in collector.spans if s.name == "execute_tool delete")
+    assert ok.attributes["lion_nb.tool.approval"] == "approved"
+    assert ok.attributes["lion_nb.tool.approval.by"] == "callable"
+    assert ok.status_code == 0 and "error.type" not in ok.attributes
+    assert no.attributes["lion_nb.tool.approval"] == "denied"
+    assert no.status_code == 2 and no.attributes["error.type"] == "tool_error"
+    assert CALLED == ["/tmp/a"]
