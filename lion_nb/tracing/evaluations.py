@@ -28,7 +28,7 @@ def _judged_call(branch: Any) -> tuple[str, str] | None:
     return None
 
 
-def record(branch: Any, results: list[Any], *, run: str, case: int, repeat: int = 0) -> None:
+def record(branch: Any, results: list[Any], *, run: str | None, case: int, repeat: int = 0) -> None:
     """One evaluation span for ``results`` (`CheckResult`s) of the answer on ``branch``."""
     tracer = hooks.ACTIVE
     if tracer is None or not results:
@@ -46,7 +46,7 @@ def record(branch: Any, results: list[Any], *, run: str, case: int, repeat: int 
         events.append(event)
     attrs: dict[str, Any] = {
         "gen_ai.operation.name": "evaluation",
-        "gen_ai.evaluation.name": run,
+        "gen_ai.evaluation.name": run or "evaluation",
         "lion_nb.evaluation.case": case,
         "lion_nb.evaluation.repeat": repeat,
         "lion_nb.evaluation.passed": all(r.passed for r in results),
