@@ -149,15 +149,15 @@ async def act(branch: Branch, action_request: Any, param: ActionParam) -> list[A
         if tracer is None:
             responses[index] = await branch.acts.invoke(request)
             return
-        span = _traced(tracer.tool_start, branch, request, registry.get(request.function))
+        span = tracing.safely(tracer.tool_start, branch, request, registry.get(request.function))
         try:
             responses[index] = await branch.acts.invoke(request)
         except BaseException as exc:
             if span is not None:
-                _traced(tracer.tool_end, span, request, None, exc)
+                tracing.safely(tracer.tool_end, span, request, None, exc)
             raise
         if span is not None:
-            _traced(tracer.tool_end, span, request, responses[index])
+            tracing.safely(tracer.tool_end, span, request, responses[index])
 
     try:
         if param.strategy == "sequential" or len(requests) == 1:
@@ -183,15 +183,6 @@ async def act(branch: Branch, action_request: Any, param: ActionParam) -> list[A
             logger.info("tool `%s` %s: %s", request.function, status, response.rendered[:200])
 
     return _check_failures(done, param)
-
-
-def _traced(method: Any, *args: Any) -> Any:
-    """Call a tracer's method; a failure is logged, never raised into the tool call."""
-    try:
-        return method(*args)
-    except Exception:
-        logger.warning("tracing failed", exc_info=True)
-        return None
 
 
 def _record_unfinished(

@@ -186,20 +186,20 @@ async def chat(
     if billing == "live":
         check_budgets(branch, imodel, request)  # raises before a call that would cross one
     tracer = tracing.ACTIVE
-    span = None if tracer is None else _traced(tracer.model_start, branch, imodel, request)
+    span = None if tracer is None else tracing.safely(tracer.model_start, branch, imodel, request)
     with Received() as received:
         try:
             call = await imodel.invoke(request)
         except BaseException as exc:  # cancelled mid-call: bill what arrived (ADR-0106)
             if span is not None:
-                _traced(tracer.model_failed, span, exc)
+                tracing.safely(tracer.model_failed, span, exc)
             if billing != "none" and received.text:
                 bill_partial(branch, imodel, request, received.text, exc)
             raise
     _log_call(branch, imodel, call)
     if call.status == "failed" or call.response is None:
         if span is not None:
-            _traced(tracer.model_end, span, call)
+            tracing.safely(tracer.model_end, span, call)
         error = call.error
         from ..models.secrets import redact
 
@@ -211,7 +211,7 @@ async def chat(
         raise failed from error
     usage = call.response.usage
     usd = record_call(branch, imodel, usage) if billing != "none" else None
-    traced = None if span is None else _traced(tracer.model_end, span, call, usd)
+    traced = None if span is None else tracing.safely(tracer.model_end, span, call, usd)
     if billing == "live":
         note_usage(branch, request, call.response)
     note = _cache_break(branch, request) if billing == "live" else None
@@ -223,17 +223,6 @@ async def chat(
     if note and imodel.cache:
         res.metadata["cache_note"] = note
     return ins, res
-
-
-def _traced(method: Any, *args: Any) -> Any:
-    """Call a tracer's method; a failure is logged, never raised into the call."""
-    try:
-        return method(*args)
-    except Exception:
-        import logging
-
-        logging.getLogger("lion_nb.tracing").warning("tracing failed", exc_info=True)
-        return None
 
 
 def _to_assistant_response(

@@ -100,7 +100,9 @@ class RunLifecycle:
             tracer = tracing.ACTIVE
             self.span = None
             if tracer is not None:
-                self.span = _traced(tracer.turn_start, self.branch, self.operation, self.run_id)
+                self.span = tracing.safely(
+                    tracer.turn_start, self.branch, self.operation, self.run_id
+                )
         if self.active:
             await _emit(self.branch, RunStart(**self._base()))
 
@@ -117,7 +119,7 @@ class RunLifecycle:
         if self.span is not None and self.span is not True:
             tracer = tracing.ACTIVE
             if tracer is not None:
-                _traced(tracer.turn_end, self.span, extra.get("error"))
+                tracing.safely(tracer.turn_end, self.span, extra.get("error"))
             self.span = None
         if not self.active:
             return
@@ -127,17 +129,6 @@ class RunLifecycle:
             # ``cls`` is RunEnd or RunFailed, both with a ``duration``
             signal = cls(**self._base(), duration=duration, **extra)  # type: ignore[call-arg]
             await _emit(self.branch, signal)
-
-
-def _traced(method: Any, *args: Any) -> Any:
-    """Call a tracer's method; a failure is logged, never raised into the run."""
-    try:
-        return method(*args)
-    except Exception:
-        import logging
-
-        logging.getLogger("lion_nb.tracing").warning("tracing failed", exc_info=True)
-        return None
 
 
 async def _emit(branch: Branch, signal: Signal) -> None:

@@ -132,6 +132,19 @@ def request_attributes(imodel: Any, request: Any) -> dict[str, Any]:
     return attrs
 
 
+def usage_attributes(usage: dict[str, Any]) -> dict[str, Any]:
+    """The ``gen_ai.usage.*`` counts of a normalized usage dict."""
+    attrs: dict[str, Any] = {}
+    for field, key in _USAGE:
+        value = usage.get(field)
+        # cache writes only when there were some (most providers never report them)
+        if type(value) is int and (value > 0 or (value == 0 and field in _ALWAYS)):
+            attrs[key] = value
+    if "estimated" in usage:
+        attrs["lion_nb.usage.estimated"] = True
+    return attrs
+
+
 def response_attributes(response: Any, usd: float | None) -> dict[str, Any]:
     """A model call's answer: response id and model, finish reasons, usage, cost."""
     attrs: dict[str, Any] = {}
@@ -142,14 +155,8 @@ def response_attributes(response: Any, usd: float | None) -> dict[str, Any]:
     reason = response.finish_reason or ("tool_calls" if response.tool_calls else None)
     if reason:
         attrs["gen_ai.response.finish_reasons"] = (str(reason),)
-    usage = response.usage if isinstance(response.usage, dict) else {}
-    for field, key in _USAGE:
-        value = usage.get(field)
-        # cache writes only when there were some (most providers never report them)
-        if type(value) is int and (value > 0 or (value == 0 and field in _ALWAYS)):
-            attrs[key] = value
-    if "estimated" in usage:
-        attrs["lion_nb.usage.estimated"] = True
+    if isinstance(response.usage, dict):
+        attrs.update(usage_attributes(response.usage))
     if usd is not None:
         attrs["lion_nb.cost.usd"] = float(usd)
     return attrs

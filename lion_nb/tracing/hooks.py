@@ -8,9 +8,19 @@ tracing off costs one attribute look-up per call and imports no OpenTelemetry mo
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
-__all__ = ["ACTIVE"]
+__all__ = ["ACTIVE", "safely"]
 
 #: the running tracer (``None``: tracing is off)
 ACTIVE: Any = None
+
+
+def safely(method: Any, *args: Any) -> Any:
+    """Call a tracer's method; a failure is logged, never raised into the work it traces."""
+    try:
+        return method(*args)
+    except Exception:
+        logging.getLogger("lion_nb.tracing").warning("tracing failed", exc_info=True)
+        return None

@@ -81,8 +81,13 @@ class Tracer:
         attrs = A.request_attributes(imodel, request)
         attrs.update(A.branch_attributes(branch, self.cell))
         if self.capture_content:
-            attrs.update(A.input_messages(list(request.messages), self.max_chars))
-            if request.tools:
+            messages = getattr(request, "messages", None)
+            if messages is None:  # a CLI agent's request: its system text and prompt
+                system = getattr(request, "system", None)
+                messages = [{"role": "system", "content": system}] if system else []
+                messages.append({"role": "user", "content": request.prompt})
+            attrs.update(A.input_messages(list(messages), self.max_chars))
+            if getattr(request, "tools", None):
                 attrs["gen_ai.tool.definitions"] = A.content_json(request.tools, self.max_chars)
         return self._start(f"chat {imodel.model}", SpanKind.CLIENT, attrs)
 
@@ -101,6 +106,18 @@ class Tracer:
         span.end()
         context = span.get_span_context()
         return format(context.trace_id, "032x"), format(context.span_id, "016x")
+
+    def agent_end(
+        self, span: Any, usage: Any, usd: float | None, error: BaseException | None
+    ) -> None:
+        """Close a CLI agent's run: its usage and price as the ledger recorded them."""
+        if isinstance(usage, dict):
+            span.set_attributes(A.usage_attributes(usage))
+        if usd is not None:
+            span.set_attribute("lion_nb.cost.usd", float(usd))
+        if error is not None:
+            _fail(span, error)
+        span.end()
 
     def model_failed(self, span: Any, error: BaseException) -> None:
         _fail(span, error)

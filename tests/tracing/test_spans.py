@@ -206,3 +206,23 @@ def test_a_tool_calls_approval_decision_is_on_its_span(collector):
     assert no.attributes["lion_nb.tool.approval"] == "denied"
     assert no.status_code == 2 and no.attributes["error.type"] == "tool_error"
     assert CALLED == ["/tmp/a"]
+
+
+def test_a_cli_agents_run_is_a_turn_with_one_model_call(collector):
+    from lion_nb import iModel
+
+    tracing.enable(collector.endpoint)
+    branch = Branch(chat_model=iModel(provider="offline_cli", model="auto"))
+
+    async def main():
+        return [m async for m in branch.run("Say hello.")]
+
+    anyio.run(main)
+    assert tracing.flush(5)
+    spans = by_name(collector.spans)
+    assert set(spans) == {"run", "chat auto"}
+    call, turn = spans["chat auto"], spans["run"]
+    assert call.parent_span_id == turn.span_id and call.kind == 3
+    assert call.attributes["gen_ai.provider.name"] == "offline_cli"
+    assert call.attributes["gen_ai.usage.output_tokens"] >= 0
+    assert "lion_nb.cost.usd" in call.attributes
