@@ -226,3 +226,30 @@ def test_a_cli_agents_run_is_a_turn_with_one_model_call(collector):
     assert call.attributes["gen_ai.provider.name"] == "offline_cli"
     assert call.attributes["gen_ai.usage.output_tokens"] >= 0
     assert "lion_nb.cost.usd" in call.attributes
+
+
+def test_a_map_items_spans_leave_while_the_map_still_runs(collector):
+    """The second item's model waits for the collector to hold the first item's spans: it
+    answers only if they were exported as that item finished, not at the map's end."""
+    from lion_nb import iModel
+
+    tracing.enable(collector.endpoint)
+    seen: list[int] = []
+
+    def answer(messages, **request):
+        if "second" in messages[-1]["content"]:
+            seen.append(len(collector.wait_for(2, timeout=20)))
+        return "ok"
+
+    session = Session()
+    session.default_branch.chat_model = iModel(
+        provider="offline", model="function", function=answer
+    )
+
+    async def main():
+        return await session.map(["first", "second"], "Say {item}.", concurrency=1)
+
+    anyio.run(main)
+    assert seen and seen[0] >= 2  # the first item's turn and call had arrived
+    assert tracing.flush(5)
+    assert len(collector.spans) == 4
