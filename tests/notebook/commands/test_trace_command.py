@@ -46,3 +46,12 @@ def test_bad_input_is_a_usage_error(ip):
     assert "takes no ENDPOINT" in usage_error(ip, "%lion trace off http://127.0.0.1:1")
     assert "http(s) URL" in usage_error(ip, "%lion trace on 127.0.0.1:4318")
     assert not tracing.status().enabled
+
+
+def test_an_endpoint_configured_before_the_extension_loads_turns_tracing_on(ip, collector):
+    ip.run_line_magic("unload_ext", "lion_nb")
+    ip.config.LionMagics.trace_endpoint = collector.endpoint  # a profile's config
+    ip.run_line_magic("load_ext", "lion_nb")
+    assert tracing.status().endpoint == collector.endpoint + "/v1/traces"
+    assert run(ip, "%%lion\nhello").error is None
+    assert len(collector.spans) == 2
