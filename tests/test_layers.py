@@ -187,6 +187,7 @@ LAYERS: dict[str, list[set[str]]] = {
         },
         {"rendering"},
         {"models"},
+        {"tracing"},  # OpenTelemetry spans of turns, calls and tools (ADR-0116), when on
         {"context"},  # notebook values as model content (ADR-0110)
         {"protocols"},
         {"mcp"},  # MCP servers' tools: protocols' `Tool`s on the models' process handling

@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ConfigurationError
 from ..operations.verbs import call_verb, default_verb
 from ..runtime.observer import Observers
+from ..tracing.evaluations import record as record_evaluation
 from .cases import Cell, case_id, fill, label_models, label_prompts, load_cases
 from .checks import (
     CellInfo,
@@ -248,7 +249,8 @@ class EvalRun(EvalResults):
             info = CellInfo(
                 latency=self._latency[cell.index], model=branch.chat_model, prompt=prompt
             )
-            self._outcomes[cell.index] = await self._run_checks(answer, cell, info)
+            outcomes = self._outcomes[cell.index] = await self._run_checks(answer, cell, info)
+            record_evaluation(branch, outcomes, run=self.name, case=cell.c, repeat=cell.r)
             return answer
         finally:
             self._leave(branch)
@@ -311,6 +313,7 @@ class EvalRun(EvalResults):
                     with budget_scope(batch._meter()):  # the run's `budget=` counts them too
                         result = await run_check(name, check, item.value, self.cases[cell.c], info)
                 self._deferred.setdefault(cell.index, {})[name] = result
+                record_evaluation(item.branch, [result], run=self.name, case=cell.c, repeat=cell.r)
                 self._changed()
 
         async with anyio.create_task_group() as tg:

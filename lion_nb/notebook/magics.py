@@ -125,6 +125,11 @@ class LionMagics(Magics):
     restore_on_load = Bool(
         False, help="On `%load_ext lion_nb`, restore this notebook's latest saved session."
     ).tag(config=True)
+    trace_endpoint = Unicode(
+        "",
+        help="An OpenTelemetry collector's OTLP/HTTP URL: setting it turns tracing on there "
+        "(`%lion trace`; '' turns it off).",
+    ).tag(config=True)
     context_budget = Int(
         2000,
         help="Tokens one {value} may take in a prompt (a DataFrame's sample shrinks to fit); "
@@ -202,6 +207,14 @@ class LionMagics(Magics):
         self._apply_environment()
         self.observe(self._resize_log, names=["signal_log_size"])
         self.observe(self._apply_session_budget, names=["session_budget"])
+        self.observe(self._apply_trace_endpoint, names=["trace_endpoint"])
+        if self.trace_endpoint:  # configured before the extension loaded
+            self._apply_trace_endpoint({"new": self.trace_endpoint})
+
+    def _apply_trace_endpoint(self, change: Any) -> None:
+        from .commands.trace import apply_endpoint
+
+        apply_endpoint(change["new"])
 
     def _apply_environment(self) -> None:
         configured = self.config.get(type(self).__name__, {})
@@ -387,6 +400,7 @@ class LionMagics(Magics):
           config     show or set LionMagics options
           extend     load an extension (a module or .py file); alone: list them
           cassette   record/replay every model call via a .jsonl file (--mode)
+          trace      send spans to an OpenTelemetry collector (on, off, status)
 
         Examples:
 

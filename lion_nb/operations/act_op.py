@@ -33,6 +33,7 @@ from pydantic import BaseModel, Field
 
 from ..errors import ExecutionError
 from ..protocols.messages import ActionRequest, ActionResponse
+from ..tracing import hooks as tracing
 from .types import ActionParam
 
 if TYPE_CHECKING:
@@ -146,7 +147,19 @@ async def act(branch: Branch, action_request: Any, param: ActionParam) -> list[A
     responses: list[ActionResponse | None] = [None] * len(requests)
 
     async def run_one(index: int, request: ActionRequest) -> None:
-        responses[index] = await branch.acts.invoke(request)
+        tracer = tracing.ACTIVE
+        if tracer is None:
+            responses[index] = await branch.acts.invoke(request)
+            return
+        span = tracing.safely(tracer.tool_start, branch, request, registry.get(request.function))
+        try:
+            responses[index] = await branch.acts.invoke(request)
+        except BaseException as exc:
+            if span is not None:
+                tracing.safely(tracer.tool_end, span, request, None, exc)
+            raise
+        if span is not None:
+            tracing.safely(tracer.tool_end, span, request, responses[index])
 
     try:
         if param.strategy == "sequential" or len(requests) == 1:

@@ -24,6 +24,7 @@ from ..protocols.messages import AssistantResponse, Instruction
 from ..runtime.budget import check_budgets, note_usage
 from ..runtime.ledger import record_call
 from ..shapes import JsonObject
+from ..tracing import hooks as tracing
 from .early_end import Received, bill_partial
 from .types import ChatParam
 
@@ -192,15 +193,21 @@ async def chat(
     billing = imodel.endpoint.billing
     if billing == "live":
         check_budgets(branch, imodel, request)  # raises before a call that would cross one
+    tracer = tracing.ACTIVE
+    span = None if tracer is None else tracing.safely(tracer.model_start, branch, imodel, request)
     with Received() as received:
         try:
             call = await imodel.invoke(request)
         except BaseException as exc:  # cancelled mid-call: bill what arrived (ADR-0106)
+            if span is not None:
+                tracing.safely(tracer.model_failed, span, exc)
             if billing != "none" and received.text:
                 bill_partial(branch, imodel, request, received.text, exc)
             raise
     _log_call(branch, imodel, call)
     if call.status == "failed" or call.response is None:
+        if span is not None:
+            tracing.safely(tracer.model_end, span, call)
         error = call.error
         from ..models.secrets import redact
 
@@ -212,12 +219,15 @@ async def chat(
         raise failed from error
     usage = call.response.usage
     usd = record_call(branch, imodel, usage) if billing != "none" else None
+    traced = None if span is None else tracing.safely(tracer.model_end, span, call, usd)
     if billing == "live":
         note_usage(branch, request, call.response)
     note = _cache_break(branch, request) if billing == "live" else None
     if not return_ins_res_message:  # the text alone: no message is made to be thrown away
         return clean_text(call.response.text or "")
     res = _to_assistant_response(branch, imodel, call.response, usd)
+    if traced:  # the turn view's footer shows it; a trace viewer finds the call by it
+        res.metadata["trace_id"], res.metadata["span_id"] = traced
     if note and imodel.cache:
         res.metadata["cache_note"] = note
     return ins, res

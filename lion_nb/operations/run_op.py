@@ -101,6 +101,7 @@ from ..protocols.messages import (
     Instruction,
     RoledMessage,
 )
+from ..tracing import hooks as tracing
 from .chat_op import make_instruction
 from .early_end import INTERRUPTED, mark_incomplete, reason_for
 from .types import ChatParam, ParseParam, RunParam
@@ -153,6 +154,8 @@ async def run(
     failure: BaseException | None = None  # a provider failure, raised after the text is yielded
     error: BaseException | None = None  # what the run ends with
     started = time.monotonic()
+    tracer: Any = None
+    agent_span: Any = None
     await life.start()
     try:
         ins = make_instruction(branch, instruction, param)
@@ -171,6 +174,9 @@ async def run(
             options=call_options,
         )
         timeout = {**imodel.options, **call_options}.get("timeout")
+        tracer = tracing.ACTIVE
+        if tracer is not None:  # the agent's run is this turn's one model call
+            agent_span = tracing.safely(tracer.model_start, branch, imodel, request)
         stream = imodel.stream_cli(request)
         deadline = _deadline(timeout)
         while True:
@@ -210,6 +216,8 @@ async def run(
             if store is not None:
                 await store.finish()
             _log_run(branch, imodel, turn, error, time.monotonic() - started)
+            if agent_span is not None and tracer is not None:
+                tracing.safely(tracer.agent_end, agent_span, turn.usage, turn.usd, error)
             if error is None:
                 await life.end(list(turn.recorded))
             else:
@@ -375,6 +383,7 @@ class _Turn:
         self.requests: dict[str, ActionRequest] = {}
         self.recorded: list[RoledMessage] = []
         self.usage: dict[str, Any] | None = None
+        self.usd: float | None = None  # the ledger's price of the run
 
     def record(self, **message: Any) -> RoledMessage:
         recorded = self.branch.msgs.add_message(**message)
@@ -409,8 +418,10 @@ class _Turn:
         from ..runtime.ledger import record_call
 
         if reported is not None:  # checked by the ledger: a bad figure gives way to the usage
-            return record_call(self.branch, self.imodel, self.usage, usd=reported)
-        return record_call(self.branch, self.imodel, self.usage)
+            self.usd = record_call(self.branch, self.imodel, self.usage, usd=reported)
+        else:
+            self.usd = record_call(self.branch, self.imodel, self.usage)
+        return self.usd
 
     def flush(self, incomplete: str | None = None) -> list[RoledMessage]:
         """The pending answer, if anything is pending (after closing calls left open); marked

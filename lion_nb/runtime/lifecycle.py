@@ -14,6 +14,9 @@ it is a ContextVar, concurrent tasks on one branch never suppress each other.
 
 Observer errors are logged and swallowed; emission is shielded from cancellation so a
 cancelled run still reports its one terminal signal.
+
+The same start and end make a run's trace span when tracing is on (`lion_nb.tracing`,
+ADR-0116): a run is traced even on a branch with no observer, and nested turns are not.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import anyio
 
 from ..protocols.element import new_id
 from ..protocols.signals import RunEnd, RunFailed, RunStart, Signal
+from ..tracing import hooks as tracing
 
 if TYPE_CHECKING:
     from .parts import Spender as Branch
@@ -68,13 +72,17 @@ class nested_turns:
 class RunLifecycle:
     """One start and at most one terminal signal for one run on one branch."""
 
-    __slots__ = ("active", "branch", "operation", "run_id", "started", "terminated")
+    __slots__ = ("active", "branch", "operation", "run_id", "span", "started", "terminated")
 
     def __init__(self, branch: Branch, operation: str):
         self.branch = branch
         self.operation = operation
         self.run_id = new_id().hex
-        self.active = branch.attachment.observer is not None and not in_nested_turn(branch)
+        nested = in_nested_turn(branch)
+        self.active = branch.attachment.observer is not None and not nested
+        self.span: Any = None  # the run's trace span, while tracing is on
+        if tracing.ACTIVE is not None and not nested:
+            self.span = True  # opened in `start`
         self.started = 0.0
         self.terminated = False
 
@@ -88,6 +96,13 @@ class RunLifecycle:
 
     async def start(self) -> None:
         self.started = time.perf_counter()
+        if self.span is True:
+            tracer = tracing.ACTIVE
+            self.span = None
+            if tracer is not None:
+                self.span = tracing.safely(
+                    tracer.turn_start, self.branch, self.operation, self.run_id
+                )
         if self.active:
             await _emit(self.branch, RunStart(**self._base()))
 
@@ -101,6 +116,11 @@ class RunLifecycle:
         if self.terminated:
             return
         self.terminated = True
+        if self.span is not None and self.span is not True:
+            tracer = tracing.ACTIVE
+            if tracer is not None:
+                tracing.safely(tracer.turn_end, self.span, extra.get("error"))
+            self.span = None
         if not self.active:
             return
         duration = time.perf_counter() - self.started
@@ -124,7 +144,7 @@ async def _emit(branch: Branch, signal: Signal) -> None:
 
 async def observed_run(branch: Branch, awaitable: Awaitable[T], operation: str) -> T:
     """Await ``awaitable`` as one observed run of ``operation`` on ``branch``."""
-    if branch.attachment.observer is None or in_nested_turn(branch):
+    if (branch.attachment.observer is None and tracing.ACTIVE is None) or in_nested_turn(branch):
         return await awaitable
     life = RunLifecycle(branch, operation)
     await life.start()

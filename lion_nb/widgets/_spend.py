@@ -1,7 +1,8 @@
 """`TurnSpend`: a turn's model calls summed into one footer line, for both turn views.
 
 model · tokens (cached share) · thinking tokens (when the model reported any) · $ for the
-turn, then the branch's running total. It reads the
+turn, then the branch's running total, and the turn's trace id when tracing is on (whole,
+so it can be copied into a trace viewer's search; ADR-0116). It reads the
 ``usage`` and ``cost_usd`` the ledger put in each answer's metadata (ADR-0107), so it needs
 no widget library: the text view of a cell uses it too.
 """
@@ -21,12 +22,14 @@ class TurnSpend:
         self.input = self.output = self.cached = self.reasoning = self.calls = 0
         self.usd: float | None = 0.0
         self.note = ""
+        self.trace_id = ""  # the last call's trace id (tracing on)
         self.total: Any = None  # the branch's `Cost`, once the turn has ended
 
     def add(self, meta: dict[str, Any]) -> None:
         usage = meta.get("usage")
         if not isinstance(usage, dict) or "cost_usd" not in meta:
             return
+        self.trace_id = str(meta.get("trace_id") or self.trace_id)
         self.calls += 1
         self.model = str(meta.get("model") or self.model)
         self.input += int(usage.get("input_tokens") or 0)
@@ -51,5 +54,7 @@ class TurnSpend:
         total = self.total
         if total is not None:
             parts.append(f"branch {format_usd(total.usd, total.unpriced_calls)}")
+        if self.trace_id:
+            parts.append(f"trace {self.trace_id}")
         line = " · ".join(p for p in parts if p)
         return f"{line} · {self.note}" if self.note else line
