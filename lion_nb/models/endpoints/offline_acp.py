@@ -67,6 +67,7 @@ class OfflineAgent:
             "prompts": [],
             "cancel": asyncio.Event(),
             "always": {},
+            "cancelled": 0,
             "mcp": [getattr(s, "name", "") for s in mcp_servers or []],
         }
         return NewSessionResponse(session_id=session_id)
@@ -89,7 +90,9 @@ class OfflineAgent:
         state = self.sessions[session_id]
         state["cancel"].clear()
         text = " ".join(getattr(b, "text", "") for b in prompt if getattr(b, "type", "") == "text")
-        earlier = list(state["prompts"])
+        # a new session may start with the conversation so far: its user turns count too
+        carried = re.findall(r"^\[user\]\n(.+)$", text, flags=re.M)[:-1]
+        earlier = [*carried, *state["prompts"]]
         state["prompts"].append(_last_line(text))
         say = lambda u: self._send(session_id, u)  # noqa: E731
 
@@ -97,15 +100,18 @@ class OfflineAgent:
         if "quick" not in text:
             stop = await self._work(session_id, state, text, say)
             if stop is not None:
+                state["cancelled"] += 1
                 return PromptResponse(stop_reason=stop)
         elif "wait" in text:
             await say(acp.update_agent_message_text("Waiting to be stopped. "))
             if await self._cancelled(state, 60):
+                state["cancelled"] += 1
                 return PromptResponse(stop_reason="cancelled")
         n = len(state["prompts"])
         history = "; ".join(earlier) if earlier else "none"
         await say(acp.update_agent_message_text(f"Offline ACP agent, turn {n} of this session. "))
-        await say(acp.update_agent_message_text(f"Earlier prompts: {history}."))
+        stopped = f" Cancelled turns: {state['cancelled']}." if state["cancelled"] else ""
+        await say(acp.update_agent_message_text(f"Earlier prompts: {history}.{stopped}"))
         await say(self._usage_update(n))
         tokens_in, tokens_out = max(1, len(text) // 4), 24
         usage = Usage(
