@@ -26,8 +26,19 @@ from acp.schema import InitializeResponse, NewSessionResponse
 MODE = sys.argv[1] if len(sys.argv) > 1 else "malformed"
 
 
+def write(data: bytes) -> None:
+    """Write all of ``data`` to stdout, which the SDK made non-blocking."""
+    os.set_blocking(1, True)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(1, view) :]
+    finally:
+        os.set_blocking(1, False)
+
+
 def raw(message: dict) -> None:
-    os.write(1, (json.dumps(message) + "\n").encode())
+    write((json.dumps(message) + "\n").encode())
 
 
 def chunk(session_id: str, text: str) -> dict:
@@ -61,11 +72,11 @@ class Hostile:
         say = self.conn.session_update
         if MODE == "malformed":
             await say(session_id=session_id, update=acp.update_agent_message_text("partial "))
-            os.write(1, b"{this is not json\n")
+            write(b"{this is not json\n")
             await asyncio.sleep(3600)
         if MODE == "flood":
             lines = "".join(json.dumps(chunk(session_id, "x")) + "\n" for _ in range(20_000))
-            os.write(1, lines.encode())
+            write(lines.encode())
             return {"stopReason": "end_turn"}
         if MODE == "huge":
             raw(chunk(session_id, "y" * (50 * 1024 * 1024)))
@@ -77,11 +88,15 @@ class Hostile:
                 said.append("terminal: created")
             except acp.RequestError as exc:
                 said.append(f"terminal: {exc.code}")
+            except Exception as exc:
+                said.append(f"terminal: {type(exc).__name__}")
             try:
                 await self.conn.ext_method("lion/secret", {})
                 said.append("ext: answered")
             except acp.RequestError as exc:
                 said.append(f"ext: {exc.code}")
+            except Exception as exc:
+                said.append(f"ext: {type(exc).__name__}")
             await say(session_id=session_id, update=acp.update_agent_message_text("; ".join(said)))
             return {"stopReason": "end_turn"}
         if MODE == "nan":

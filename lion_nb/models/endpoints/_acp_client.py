@@ -8,8 +8,8 @@
 - ``fs/read_text_file`` / ``fs/write_text_file``: served from the notebook's folder
   (``root``); a path outside it (``..``, a symlink out, another absolute path) is refused.
   A write is shown as a diff and asked for like a tool call; it happens only once allowed.
-- The terminal capability is not offered, so ``terminal/*`` (and any other method) is
-  answered "method not found" by the SDK.
+- The terminal capability is not offered: ``terminal/create`` and extension methods are
+  answered "method not found".
 """
 
 from __future__ import annotations
@@ -184,6 +184,21 @@ class NotebookClient:
                 ),
             ]
         )
+
+    # -- not offered -------------------------------------------------------------------------
+    async def create_terminal(self, session_id: str, command: str, **kwargs: Any) -> Any:
+        """Refused: the terminal capability is not offered (the SDK would answer ``null``)."""
+        from acp import RequestError
+
+        raise RequestError.method_not_found("terminal/create")
+
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        from acp import RequestError
+
+        raise RequestError.method_not_found(f"_{method}")
+
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        return None
 
     # -- files -------------------------------------------------------------------------------
     def _refuse(self, turn: Turn | None, what: str, path: str) -> Exception:

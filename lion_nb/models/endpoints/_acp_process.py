@@ -27,7 +27,7 @@ import anyio
 
 from ...errors import ConfigurationError
 from ..secrets import redact
-from ._process import LIVE_GROUPS, StderrTail, end_group, kill_group
+from ._process import LIVE_GROUPS, StderrTail, kill_group, stop_group
 
 __all__ = ["AgentProcess"]
 
@@ -39,52 +39,63 @@ DEFAULT_MAX_LINE = 16 * 1024 * 1024
 class _Lines:
     """The SDK's `Transport`: JSON-RPC messages as lines on the agent's stdio."""
 
-    def __init__(self, owner: AgentProcess, reader: asyncio.StreamReader, writer: Any):
+    def __init__(self, owner: AgentProcess, stdout: Any, stdin: Any):
         self._owner = owner
-        self._reader = reader
-        self._writer = writer
-        self._lock = asyncio.Lock()
+        self._stdout = stdout
+        self._stdin = stdin
+        self._buf = bytearray()
+        self._scanned = 0  # how much of the buffer holds no newline
+        self._lock = anyio.Lock()
 
     async def send(self, message: dict[str, Any]) -> None:
         line = json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n"
         async with self._lock:
-            self._writer.write(line.encode("utf-8"))
-            await self._writer.drain()
+            await self._stdin.send(line.encode("utf-8"))
 
     async def receive(self) -> dict[str, Any] | None:
         while True:
-            try:
-                line = await self._reader.readuntil(b"\n")
-            except asyncio.IncompleteReadError as exc:
-                line = exc.partial  # the agent's last line, without its newline
-                if not line.strip():
+            end = self._buf.find(b"\n", self._scanned)
+            if end < 0:
+                self._scanned = len(self._buf)
+                if len(self._buf) > self._owner.max_line:
+                    self._owner.fault = (
+                        f"sent a message longer than {self._owner.max_line // (1024 * 1024)} "
+                        "MB (one line of its output); the connection was closed"
+                    )
                     return None
-            except asyncio.LimitOverrunError:
-                self._owner.fault = (
-                    f"sent a message longer than {self._owner.max_line // (1024 * 1024)} MB "
-                    "(one line of its output); the connection was closed"
-                )
-                return None
-            except (ConnectionError, OSError):
-                return None
-            text = line.strip()
-            if not text:
+                try:
+                    data = await self._stdout.receive(65536)
+                except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    data = b""
+                if data:
+                    self._buf += data
+                    continue
+                if not self._buf.strip():
+                    return None
+                end = len(self._buf)  # the agent's last line, without its newline
+            line = bytes(self._buf[:end]).strip()
+            del self._buf[: end + 1]
+            self._scanned = 0
+            if not line:
                 continue
-            try:
-                message = json.loads(text)
-            except ValueError:
-                shown = redact(text[:80].decode("utf-8", "replace"))
-                self._owner.fault = f"wrote {shown!r} on its stdout, which is not JSON-RPC"
-                return None
-            if not isinstance(message, dict):
-                self._owner.fault = "wrote a JSON value that is not a JSON-RPC message"
-                return None
-            return message
+            return self._parse(line)
+
+    def _parse(self, line: bytes) -> dict[str, Any] | None:
+        try:
+            message = json.loads(line)
+        except ValueError:
+            shown = redact(line[:80].decode("utf-8", "replace"))
+            self._owner.fault = f"wrote {shown!r} on its stdout, which is not JSON-RPC"
+            return None
+        if not isinstance(message, dict):
+            self._owner.fault = "wrote a JSON value that is not a JSON-RPC message"
+            return None
+        return message
 
     async def close(self) -> None:
         try:
-            self._writer.close()
-        except (OSError, RuntimeError):
+            await self._stdin.aclose()
+        except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
             pass
 
 
@@ -113,7 +124,7 @@ class AgentProcess:
         self.conn: Any = None
         self.initialized: Any = None  # the agent's `InitializeResponse`
         self.loop: Any = None
-        self._process: asyncio.subprocess.Process | None = None
+        self._process: Any = None  # an anyio `Process`
         self._stderr: StderrTail | None = None
 
     @property
@@ -144,15 +155,14 @@ class AgentProcess:
 
         read_fd, write_fd = os.pipe()
         try:
-            self._process = await asyncio.create_subprocess_exec(
-                *self.argv,
+            self._process = await anyio.open_process(
+                self.argv,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=write_fd,
                 cwd=self.cwd,
                 env={**os.environ, **self.env} if self.env else None,
                 start_new_session=True,
-                limit=self.max_line,
             )
         except OSError as exc:
             os.close(read_fd)
@@ -188,9 +198,8 @@ class AgentProcess:
                 return
             try:
                 with anyio.move_on_after(self.grace):
-                    await process.wait()
-                await end_group(process.pid, self.grace)
-                await process.wait()
+                    await process.wait()  # its stdin closed: a well-behaved agent exits
+                await stop_group(process, self.grace)
             finally:
                 LIVE_GROUPS.discard(process.pid)
                 if self._stderr is not None:
