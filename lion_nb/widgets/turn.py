@@ -19,7 +19,8 @@ answer kept on the branch") once the branch recorded it (ADR-0106).
 (`lion_nb.protocols.approval`): the call (tool, server, arguments) is listed in ``asks`` with
 Approve / Deny / "approve for this tool from now on", and the turn awaits the click -- on the
 kernel's loop, which keeps serving the front end meanwhile. Stop (or the interrupt) cancels
-the wait, which denies the call.
+the wait, which denies the call. A coding agent's permission request (ACP) shows the agent's
+own options instead (allow once / always, reject once / always), answered as ``"option:ID"``.
 
 The images and files the turn sent are shown under its header (images from ``data:`` URLs
 only, files as chips), and stay when it ends.
@@ -236,6 +237,16 @@ class TurnWidget(anywidget.AnyWidget):
             "server": ask.server or "",
             "arguments": _pre(json_text(ask.arguments), 4_000),
         }
+        options = (ask.extra or {}).get("options")
+        if options:  # a coding agent's own choices (ACP): one button each
+            shown["options"] = [
+                {
+                    "id": str(o["id"]),
+                    "name": str(o.get("name") or o["id"]),
+                    "kind": str(o.get("kind") or ""),
+                }
+                for o in options
+            ]
         with self.hold_sync():
             self.asks = [*self.asks, shown]
             self.status = "waiting for approval"
@@ -257,6 +268,8 @@ class TurnWidget(anywidget.AnyWidget):
         if future is None or future.done():
             return False
         value = {"approve": True, "deny": False, "always": ALWAYS}.get(decision, False)
+        if decision.startswith("option:"):  # one of a coding agent's options, by id
+            value = decision
         future.get_loop().call_soon_threadsafe(_settle, future, value)
         return True
 
