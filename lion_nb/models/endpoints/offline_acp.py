@@ -108,7 +108,7 @@ class OfflineAgent:
                 state["cancelled"] += 1
                 return PromptResponse(stop_reason="cancelled")
         n = len(state["prompts"])
-        history = "; ".join(earlier) if earlier else "none"
+        history = "; ".join(p.rstrip(".") for p in earlier) if earlier else "none"
         await say(acp.update_agent_message_text(f"Offline ACP agent, turn {n} of this session. "))
         stopped = f" Cancelled turns: {state['cancelled']}." if state["cancelled"] else ""
         await say(acp.update_agent_message_text(f"Earlier prompts: {history}.{stopped}"))
