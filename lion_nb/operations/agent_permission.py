@@ -66,7 +66,7 @@ def _from_answer(answer: Any, options: list[dict[str, Any]]) -> str | None:
 
 def permission_for(branch: Branch, imodel: iModel) -> Callable[..., Awaitable[str | None]]:
     """The ``permission`` callback of one `run` turn (see the module docstring)."""
-    policy = getattr(imodel.endpoint, "approve", None)
+    policy: Any = getattr(imodel.endpoint, "approve", None)
     if policy is None:
         policy = branch.approve
     if policy is None:
@@ -104,8 +104,8 @@ def agent_history(branch: Branch) -> list[dict[str, Any]]:
         kind = getattr(message, "kind", "")
         if kind == "instruction":
             turns.append({"role": "user", "content": message.rendered})
-        elif kind == "assistant_response" and message.response:
-            turns.append({"role": "assistant", "content": message.response})
+        elif kind == "assistant_response" and getattr(message, "response", ""):
+            turns.append({"role": "assistant", "content": getattr(message, "response", "")})
     return turns
 
 

@@ -54,7 +54,9 @@ class Turn:
     def next_id(self, prefix: str) -> str:
         return f"{prefix}-{next(self._ids)}"
 
-    async def decide(self, title: str, arguments: dict[str, Any], options: list[dict]) -> Any:
+    async def decide(
+        self, title: str, arguments: dict[str, Any], options: list[dict[str, Any]]
+    ) -> Any:
         """The chosen option id (``None``: cancelled or nobody decides); the wait is
         cancelled when the turn is."""
         if self.permission is None or self.cancelled:
@@ -155,7 +157,7 @@ class NotebookClient:
         turn: Turn,
         title: str,
         arguments: dict[str, Any],
-        offered: list[dict],
+        offered: list[dict[str, Any]],
         chosen: str | None,
         call_id: str | None,
     ) -> None:

@@ -40,7 +40,9 @@ def unified_diff(path: str, old: str | None, new: str) -> str:
 
 def checklist(entries: list[dict[str, Any]]) -> str:
     marks = {"completed": "[x]", "in_progress": "[~]"}
-    return "\n".join(f"{marks.get(e.get('status'), '[ ]')} {e.get('content', '')}" for e in entries)
+    return "\n".join(
+        f"{marks.get(str(e.get('status')), '[ ]')} {e.get('content', '')}" for e in entries
+    )
 
 
 def _block_text(block: Any) -> str:
@@ -132,7 +134,9 @@ class UpdateReader:
 
     def _use(self, call_id: str, call: dict[str, Any]) -> StreamChunk:
         call["started"] = True
-        shown = {k: call[k] for k in ("kind", "status", "locations", "raw_input") if k in call}
+        shown: dict[str, Any] = {
+            k: call[k] for k in ("kind", "status", "locations", "raw_input") if k in call
+        }
         return StreamChunk(
             type="tool_use",
             tool_id=call_id,

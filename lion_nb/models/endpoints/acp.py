@@ -388,7 +388,9 @@ class ACPEndpoint(CLIEndpoint):
                 with anyio.CancelScope(shield=True):
                     await self._cancel(agent, turn, prompt, session_id)
 
-    async def _cancel(self, agent: Any, turn: Any, prompt: asyncio.Future, session_id: str) -> None:
+    async def _cancel(
+        self, agent: Any, turn: Any, prompt: asyncio.Future[Any], session_id: str
+    ) -> None:
         """``session/cancel``, pending permissions answered ``cancelled``, then up to
         ``cancel_grace`` s for the agent to end the turn; else the agent is stopped."""
         turn.cancel()

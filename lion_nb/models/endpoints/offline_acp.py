@@ -94,7 +94,9 @@ class OfflineAgent:
         carried = re.findall(r"^\[user\]\n(.+)$", text, flags=re.M)[:-1]
         earlier = [*carried, *state["prompts"]]
         state["prompts"].append(_last_line(text))
-        say = lambda u: self._send(session_id, u)  # noqa: E731
+
+        async def say(update: Any) -> None:
+            await self._send(session_id, update)
 
         await say(acp.update_agent_thought_text(f"Planning how to answer: {_last_line(text)[:80]}"))
         if "quick" not in text:
@@ -139,9 +141,7 @@ class OfflineAgent:
             return False
         return True
 
-    async def _work(
-        self, session_id: str, state: dict[str, Any], text: str, say: Any
-    ) -> str | None:
+    async def _work(self, session_id: str, state: dict[str, Any], text: str, say: Any) -> Any:
         """Plan, read, ask, edit; the stop reason when the turn ends early."""
         import acp
         from acp.schema import ToolCallLocation
@@ -302,17 +302,16 @@ def _named_file(text: str, cwd: Path) -> str:
     """The first file the prompt names that exists under ``cwd`` (or a path given as-is,
     outside it too: the client decides), else ``README.md``."""
     for word in re.findall(r"[\w./-]+\.\w+", text):
-        if word.startswith("/") or word.startswith(".."):
-            return word
-        if (cwd / word).is_file():
-            return word
+        if str(word).startswith(("/", "..")) or (cwd / word).is_file():
+            return str(word)
     return "README.md"
 
 
 def main() -> None:
     import acp
 
-    asyncio.run(acp.run_agent(OfflineAgent()))
+    agent: Any = OfflineAgent()  # an `acp.Agent` by its methods (a Protocol)
+    asyncio.run(acp.run_agent(agent))
 
 
 if __name__ == "__main__":
