@@ -336,6 +336,15 @@ class ACPEndpoint(CLIEndpoint):
         """Stop the agent's process group (a later turn starts a new one)."""
         await self._stop_agent()
 
+    def kill_now(self) -> None:
+        """SIGKILL the agent's group at once (no loop to wait on: a notebook reset)."""
+        agent, self._agent, self._session = self._agent, None, None
+        if self._finalizer is not None:
+            self._finalizer.detach()
+            self._finalizer = None
+        if agent is not None:
+            agent.kill_now()
+
     # -- a turn ------------------------------------------------------------------------------
     def stream(self, request: CLIRequest) -> AsyncGenerator[StreamChunk, None]:
         return self._turn(request)
