@@ -17,7 +17,8 @@ fixed order, so tests and the tutorial see all of them:
 A prompt with ``quick`` gives only the thought and the answer. With ``wait`` the agent
 stops after its first message chunk until the client cancels (up to 60 s), then answers
 ``cancelled``: what a Stop mid-turn looks like. The answer names the session's turn
-count and earlier prompts, so two forks of one conversation can be told apart.
+count and earlier prompts, so two forks of one conversation can be told apart, and the MCP
+servers it was offered.
 """
 
 from __future__ import annotations
@@ -113,6 +114,8 @@ class OfflineAgent:
         history = "; ".join(p.rstrip(".") for p in earlier) if earlier else "none"
         await say(acp.update_agent_message_text(f"Offline ACP agent, turn {n} of this session. "))
         stopped = f" Cancelled turns: {state['cancelled']}." if state["cancelled"] else ""
+        if state["mcp"]:
+            stopped += f" MCP servers: {', '.join(state['mcp'])}."
         await say(acp.update_agent_message_text(f"Earlier prompts: {history}.{stopped}"))
         await say(self._usage_update(n))
         tokens_in, tokens_out = max(1, len(text) // 4), 24

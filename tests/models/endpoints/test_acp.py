@@ -291,3 +291,42 @@ def test_loading_the_provider_does_not_import_the_sdk():
         [sys.executable, "-c", code], capture_output=True, text=True, env=dict(os.environ)
     )
     assert out.stdout.strip() == "False", out.stderr
+
+
+def test_the_branchs_mcp_servers_are_offered_to_the_agent(project):
+    from tests.fakes.mcp_fixtures import QUICK_SERVER
+
+    model = iModel(provider="acp", model="offline", approve=True)
+    branch = Branch(chat_model=model)
+
+    async def main():
+        await branch.connect_mcp("quick", command=[sys.executable, str(QUICK_SERVER)])
+        messages = await _turn(branch, "quick hello")
+        await model.aclose()
+        await branch.aclose()
+        return messages
+
+    messages = anyio.run(main)
+    assert "MCP servers: quick." in messages[-1].response
+
+
+def test_a_recording_holds_neither_the_command_nor_the_environment(project, tmp_path):
+    from pathlib import Path
+
+    hostile = Path(__file__).resolve().parents[2] / "fakes" / "acp_hostile_agent.py"
+    key = "sk-acp-recorded-9f8e7d6c5b4a3210"
+    tape = tmp_path / "secret.jsonl"
+    model = iModel(
+        provider="acp",
+        command=[sys.executable, str(hostile), "unsupported", f"--token={key}"],
+        env={"AGENT_API_KEY": key},
+        cassette=str(tape),
+    )
+
+    async def main():
+        await _turn(Branch(chat_model=model), "go")
+        await model.aclose()
+
+    anyio.run(main)
+    text = tape.read_text()
+    assert key not in text and "AGENT_API_KEY" not in text and str(hostile) not in text

@@ -200,3 +200,47 @@ def _alive(pid: int | None) -> bool:
     except OSError:
         return False
     return stat[stat.rfind(")") + 2] != "Z"
+
+
+def test_an_agents_children_stop_with_it():
+    from tests.fakes.mcp_fixtures import group_members
+
+    agent = f"sleep 300 & exec {sys.executable} -m lion_nb.models.endpoints.offline_acp"
+    model = iModel(provider="acp", command=["sh", "-c", agent])
+    branch = Branch(chat_model=model)
+
+    async def main():
+        [m async for m in branch.run("quick hello")]
+        pgid = model.endpoint.pid
+        assert len(group_members(pgid)) == 2  # the agent and its child
+        await model.aclose()
+        return pgid
+
+    pgid = anyio.run(main)
+    assert group_members(pgid) == set()
+
+
+def test_interpreter_exit_stops_an_agent_nobody_closed(tmp_path):
+    import subprocess
+
+    from tests.fakes.mcp_fixtures import group_members
+
+    script = (
+        "import anyio\n"
+        "from lion_nb import Branch, iModel\n"
+        "m = iModel(provider='acp', model='offline')\n"
+        "b = Branch(chat_model=m)\n"
+        "async def main():\n"
+        "    [x async for x in b.run('quick hello')]\n"
+        "    print(m.endpoint.pid, flush=True)\n"
+        "anyio.run(main)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, timeout=120
+    )
+    pgid = int(out.stdout.strip().splitlines()[-1])
+
+    async def gone():
+        await _until(lambda: group_members(pgid) == set(), 30)
+
+    anyio.run(gone)
