@@ -523,6 +523,8 @@ class _Turn:
 
     def _request(self, chunk: StreamChunk) -> ActionRequest:
         fields: dict[str, Any] = {"call_id": chunk.tool_id} if chunk.tool_id else {}
+        if chunk.metadata.get("acp"):  # what an ACP agent's step is: a plan, a permission...
+            fields["metadata"] = {"acp": chunk.metadata["acp"]}
         request = ActionRequest(
             function=chunk.tool_name or "(unnamed tool)",
             arguments=deepcopy(chunk.tool_input or {}),

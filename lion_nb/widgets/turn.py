@@ -92,6 +92,7 @@ class TurnWidget(anywidget.AnyWidget):
         self._text: list[str] = []
         self._thinking = LiveThinking()
         self._steps: dict[str, dict[str, Any]] = {}
+        self._plans: dict[str, str] = {}  # an ACP plan's step -> the step it is shown in
         self._incomplete = False  # the turn recorded an answer cut short
         self._cache = EntryCache(size=64)
         self._t0 = 0.0
@@ -131,9 +132,12 @@ class TurnWidget(anywidget.AnyWidget):
         kind = getattr(message, "kind", "")
         self._incomplete = self._incomplete or is_incomplete(message)
         if kind == "action_request":
-            self._steps[str(message.id)] = self._cache.entry(message, len(self._steps))
+            key = self._plan_step(message)
+            index = self._steps[key]["index"] if key in self._steps else len(self._steps)
+            self._steps[key] = self._cache.entry(message, index)
         elif kind == "action_response":
             key = str(message.action_request_id) if message.action_request_id else None
+            key = self._plans.get(key, key) if key else None
             request_entry = self._steps.get(key) if key else None
             index = request_entry["index"] if request_entry else len(self._steps)
             self._steps[key or str(message.id)] = self._cache.entry(message, index)
@@ -154,6 +158,16 @@ class TurnWidget(anywidget.AnyWidget):
         else:
             return
         self._throttle.poke()
+
+    def _plan_step(self, message: Any) -> str:
+        """Where a call is shown: an ACP agent's plan updates replace its first plan's step,
+        so the plan is one checklist that changes as the agent works."""
+        key = str(message.id)
+        if (message.metadata or {}).get("acp") == "plan":
+            first = self._plans.setdefault("", key)
+            self._plans[key] = first
+            return first
+        return key
 
     def _attach(self, message: Any) -> None:
         """Show the images and files the turn sent (each image once)."""
