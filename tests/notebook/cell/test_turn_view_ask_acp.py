@@ -6,6 +6,8 @@ Issue -> test
 - "`%%lion -m acp:NAME`"; "permission requests become the approval card (allow once / always,
   reject once / always, as the agent offers them)"
     -> test_an_acp_turn_asks_its_view_with_the_agents_options
+- "`session/cancel` on Stop ..., keeping what arrived"
+    -> test_stop_in_the_turn_view_cancels_the_agents_turn_and_keeps_its_text
 """
 
 from __future__ import annotations
@@ -65,3 +67,39 @@ def test_an_acp_turn_asks_its_view_with_the_agents_options(ip, tmp_path, monkeyp
     assert outcomes == ["allow_once", "allow_once"]
     magics.state.stop_agents()
     assert not any(m.endpoint.running for m, _ in magics.state.models.values())
+
+
+def test_stop_in_the_turn_view_cancels_the_agents_turn_and_keeps_its_text(
+    ip, tmp_path, monkeypatch
+):
+    from ipywidgets import Widget
+
+    monkeypatch.chdir(tmp_path)
+    assert run(ip, "import asyncio").error is None
+    assert run(ip, "%config LionMagics.live_view = 'widget'").error is None
+    started = run(ip, "%%lion --bg -m acp:offline\nquick wait")
+    assert started.error is None, started
+    model_id = started.outputs[0].data["application/vnd.jupyter.widget-view+json"]["model_id"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        widget = Widget.widgets[model_id]
+    ip.user_ns["turn"] = widget
+    wait = (
+        "while 'Waiting' not in turn.streamed_text and turn.running:\n    await asyncio.sleep(0.01)"
+    )
+    assert run(ip, wait).error is None
+    magics = ip.magics_manager.registry["LionMagics"]
+    [(model, _)] = list(magics.state.models.values())
+    pid = model.endpoint.pid
+    assert widget.stop()  # the Stop button
+    ip.user_ns["handle"] = list(magics.state.runs.values())[-1]
+    run(ip, "try:\n    await handle\nexcept BaseException:\n    pass")
+    branch = current_session().default_branch
+    [kept] = [m for m in branch.messages if m.kind == "assistant_response" and m.response]
+    assert kept.response == "Waiting to be stopped. " and kept.metadata["incomplete"] is True
+    assert widget.status.startswith("stopped")
+    # the agent ended its turn as cancelled and is kept: the next turn says so
+    assert run(ip, "%%lion -m acp:offline -o again\nquick next").error is None
+    assert "Cancelled turns: 1." in ip.user_ns["again"]
+    assert model.endpoint.pid == pid
+    magics.state.stop_agents()
