@@ -68,6 +68,7 @@ PRESETS: dict[str, list[str]] = {
 
 DEFAULT_GRACE = 2.0
 DEFAULT_CANCEL_GRACE = 5.0
+DEFAULT_START_TIMEOUT = 60.0
 _DONE = object()
 
 
@@ -126,7 +127,8 @@ class ACPEndpoint(CLIEndpoint):
     directory and the folder its file reads and writes are confined to; default the
     kernel's working directory, the notebook's folder), ``approve`` (who answers its
     permission requests: ``True``, ``False``, ``"ask"`` or a callable; unset, the branch's
-    ``approve``, else ask), ``terminate_grace``, ``cancel_grace``; the request option
+    ``approve``, else ask), ``terminate_grace``, ``cancel_grace``, ``start_timeout``
+    (seconds for the agent to answer ``initialize`` and ``session/new``); the request option
     ``timeout`` bounds a turn.
     """
 
@@ -146,6 +148,7 @@ class ACPEndpoint(CLIEndpoint):
         approve: Any = None,
         terminate_grace: float = DEFAULT_GRACE,
         cancel_grace: float = DEFAULT_CANCEL_GRACE,
+        start_timeout: float = DEFAULT_START_TIMEOUT,
         **options: Any,
     ):
         unknown = sorted(set(options) - {"timeout"})
@@ -153,7 +156,7 @@ class ACPEndpoint(CLIEndpoint):
             raise ConfigurationError(
                 f"`acp` does not take {', '.join(f'`{k}`' for k in unknown)}. Its settings "
                 "are: `command`, `env`, `cwd`, `approve`, `terminate_grace`, `cancel_grace`, "
-                "`timeout`."
+                "`start_timeout`, `timeout`."
             )
         name = (model or "").strip()
         if command is None:
@@ -191,6 +194,7 @@ class ACPEndpoint(CLIEndpoint):
         self.approve = _check_approve(approve)
         self.terminate_grace = float(terminate_grace)
         self.cancel_grace = float(cancel_grace)
+        self.start_timeout = float(start_timeout)
         self._agent: Any = None  # `AgentProcess`, once started
         self._session: str | None = None  # the live ACP session of this process
         self._cost_seen = 0.0  # the agent's cumulative cost reported so far (dollars)
@@ -211,6 +215,8 @@ class ACPEndpoint(CLIEndpoint):
             data["approve"] = self.approve
         if self.terminate_grace != DEFAULT_GRACE:
             data["terminate_grace"] = self.terminate_grace
+        if self.start_timeout != DEFAULT_START_TIMEOUT:
+            data["start_timeout"] = self.start_timeout
         if self.cancel_grace != DEFAULT_CANCEL_GRACE:
             data["cancel_grace"] = self.cancel_grace
         return data
@@ -274,7 +280,14 @@ class ACPEndpoint(CLIEndpoint):
                 terminal=False,
             )
             try:
-                await agent.start(capabilities, Implementation(name="lion_nb", version=_version()))
+                with anyio.fail_after(self.start_timeout):
+                    await agent.start(
+                        capabilities, Implementation(name="lion_nb", version=_version())
+                    )
+            except TimeoutError:
+                raise await self._broken(
+                    None, "did not start", f"did not answer within {self.start_timeout:g} s"
+                ) from None
             except ConfigurationError:
                 await self._stop_agent()
                 raise
@@ -286,7 +299,12 @@ class ACPEndpoint(CLIEndpoint):
             return agent, self._session, False
         servers = [_mcp_server(s) for s in request.mcp_servers or []]
         try:
-            made = await agent.conn.new_session(cwd=self.root, mcp_servers=servers)
+            with anyio.fail_after(self.start_timeout):
+                made = await agent.conn.new_session(cwd=self.root, mcp_servers=servers)
+        except TimeoutError:
+            raise await self._broken(
+                None, "did not open a session", f"did not answer within {self.start_timeout:g} s"
+            ) from None
         except Exception as exc:
             if getattr(exc, "code", None) == -32000:
                 await self._stop_agent()
@@ -355,6 +373,11 @@ class ACPEndpoint(CLIEndpoint):
         from ._acp_client import Turn
         from ._acp_updates import UpdateReader
 
+        if self._agent is not None and self._agent.client.turn is not None:
+            raise ConfigurationError(
+                f"The ACP agent `{self.model}` is in a turn already: one turn at a time per "
+                "agent (a fork, or `model.copy()`, has its own)."
+            )
         agent, session_id, fresh = await self._ensure(request)
         self.session_id = session_id
         text = request.prompt

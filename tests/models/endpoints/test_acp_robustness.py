@@ -244,3 +244,21 @@ def test_interpreter_exit_stops_an_agent_nobody_closed(tmp_path):
         await _until(lambda: group_members(pgid) == set(), 30)
 
     anyio.run(gone)
+
+
+@pytest.mark.parametrize(
+    ("command", "said"),
+    [(["sleep", "30"], "did not answer within 0.5 s"), (["echo", "hello"], "not JSON-RPC")],
+)
+def test_a_program_that_is_not_an_acp_agent_fails_to_start(command, said):
+    model = iModel(provider="acp", command=command, start_timeout=0.5)
+    branch = Branch(chat_model=model)
+
+    async def main():
+        with pytest.raises(CLIError, match=said):
+            async for _ in branch.run("hello"):
+                pass
+
+    anyio.run(main)
+    assert not model.endpoint.running and branch.cost().calls == 0
+    assert [m.kind for m in branch.messages] == ["instruction"]
