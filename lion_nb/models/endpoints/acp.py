@@ -338,8 +338,10 @@ class ACPEndpoint(CLIEndpoint):
         )
 
     async def _stop_agent(self) -> None:
+        """Stop the process; its session ends with it, so the next turn opens a new one
+        (given the branch's history, and its system prompt again)."""
         agent, self._agent = self._agent, None
-        self._session = None
+        self._session = self.session_id = None
         if self._finalizer is not None:
             self._finalizer.detach()
             self._finalizer = None
@@ -357,6 +359,7 @@ class ACPEndpoint(CLIEndpoint):
     def kill_now(self) -> None:
         """SIGKILL the agent's group at once (no loop to wait on: a notebook reset)."""
         agent, self._agent, self._session = self._agent, None, None
+        self.session_id = None
         if self._finalizer is not None:
             self._finalizer.detach()
             self._finalizer = None

@@ -330,3 +330,20 @@ def test_a_recording_holds_neither_the_command_nor_the_environment(project, tmp_
     anyio.run(main)
     text = tape.read_text()
     assert key not in text and "AGENT_API_KEY" not in text and str(hostile) not in text
+
+
+def test_a_new_agent_on_the_same_branch_is_given_the_conversation(project):
+    model = iModel(provider="acp", model="offline", approve=True)
+    branch = Branch(chat_model=model, system="Be brief.")
+
+    async def main():
+        await _turn(branch, "quick first")
+        await model.aclose()  # the process and its session end
+        assert model.provider_session_id is None
+        again = await _turn(branch, "quick second")
+        await model.aclose()
+        return again
+
+    again = anyio.run(main)
+    assert "turn 1 of this session" in again[-1].response
+    assert "Earlier prompts: quick first." in again[-1].response
