@@ -132,12 +132,13 @@ class TurnWidget(anywidget.AnyWidget):
         kind = getattr(message, "kind", "")
         self._incomplete = self._incomplete or is_incomplete(message)
         if kind == "action_request":
-            key = self._plan_step(message)
-            index = self._steps[key]["index"] if key in self._steps else len(self._steps)
-            self._steps[key] = self._cache.entry(message, index)
+            step = self._plan_step(message)
+            index = self._steps[step]["index"] if step in self._steps else len(self._steps)
+            self._steps[step] = self._cache.entry(message, index)
         elif kind == "action_response":
             key = str(message.action_request_id) if message.action_request_id else None
-            key = self._plans.get(key, key) if key else None
+            if key is not None:
+                key = self._plans.get(key, key)
             request_entry = self._steps.get(key) if key else None
             index = request_entry["index"] if request_entry else len(self._steps)
             self._steps[key or str(message.id)] = self._cache.entry(message, index)
