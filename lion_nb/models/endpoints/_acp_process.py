@@ -146,6 +146,17 @@ class AgentProcess:
             and self.loop is _running_loop()
         )
 
+    async def exited(self, within: float) -> int | None:
+        """The exit code once the process has exited, waiting up to ``within`` seconds (its
+        output can end before its exit is seen)."""
+        process = self._process
+        if process is None:
+            return None
+        if process.returncode is None:
+            with anyio.move_on_after(within):
+                await process.wait()
+        return process.returncode
+
     def stderr_text(self) -> str:
         return self._stderr.text().strip()[-500:] if self._stderr is not None else ""
 

@@ -325,8 +325,10 @@ class ACPEndpoint(CLIEndpoint):
         agent = self._agent
         why = why or (agent.fault if agent is not None else None)
         tail = agent.stderr_text() if agent is not None else ""
-        if why is None and agent is not None and agent.returncode is not None:
-            why = f"exited with code {agent.returncode}"
+        if why is None and agent is not None:
+            code = await agent.exited(1.0)
+            if code is not None:
+                why = f"exited with code {code}"
         await self._stop_agent()
         if why is None:
             why = redact(f"{type(exc).__name__}: {exc}")[:300] if exc is not None else "failed"
