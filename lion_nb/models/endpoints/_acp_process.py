@@ -155,7 +155,8 @@ class AgentProcess:
         if process.returncode is None:
             with anyio.move_on_after(within):
                 await process.wait()
-        return process.returncode
+        code: int | None = process.returncode
+        return code
 
     def stderr_text(self) -> str:
         return self._stderr.text().strip()[-500:] if self._stderr is not None else ""
