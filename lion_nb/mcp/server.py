@@ -165,6 +165,13 @@ class MCPServer:
             "replaying": self.replaying,
         }
 
+    def launch_spec(self) -> dict[str, Any]:
+        """How another program starts or reaches this server (an ACP agent's
+        ``session/new``): name and command with ``env``, or URL with ``headers``."""
+        if self.command is not None:
+            return {"name": self.name, "command": list(self.command), "env": dict(self.env or {})}
+        return {"name": self.name, "url": self.url, "headers": dict(self._headers or {})}
+
     def same_as(self, other: MCPServer) -> bool:
         """Whether ``other`` starts the same server the same way (a cell run again)."""
         return self._definition() == other._definition()

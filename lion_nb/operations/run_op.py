@@ -128,7 +128,7 @@ def _with_attachments(ins: Instruction) -> str:
 
 log = logging.getLogger("lion_nb.operations.run_op")
 
-CLI_PROVIDERS = ("claude_code", "codex", "gemini_cli", "offline_cli")
+CLI_PROVIDERS = ("acp", "claude_code", "codex", "gemini_cli", "offline_cli")
 
 
 # -- the stream ----------------------------------------------------------------------------------
@@ -172,6 +172,7 @@ async def run(
             system=system,
             resume=imodel.provider_session_id or None,
             options=call_options,
+            **_agent_fields(branch, imodel, ins),
         )
         timeout = {**imodel.options, **call_options}.get("timeout")
         tracer = tracing.ACTIVE
@@ -222,6 +223,27 @@ async def run(
                 await life.end(list(turn.recorded))
             else:
                 await life.fail(error)
+
+
+def _agent_fields(branch: Branch, imodel: iModel, ins: Any) -> dict[str, Any]:
+    """What an agent that takes them gets beyond the prompt: who answers its permission
+    requests, the branch's MCP servers, and -- for a new session on a branch with turns
+    (a fork) -- the history before this turn."""
+    endpoint = imodel.endpoint
+    if not getattr(endpoint, "takes_history", False):
+        return {}
+    from .agent_permission import agent_history, agent_mcp_servers, permission_for
+
+    fields: dict[str, Any] = {
+        "permission": permission_for(branch, imodel),
+        "mcp_servers": agent_mcp_servers(branch) or None,
+    }
+    if not imodel.provider_session_id:
+        history = agent_history(branch)
+        if history and history[-1].get("role") == "user":
+            history.pop()  # this turn's own instruction
+        fields["history"] = history or None
+    return fields
 
 
 def _require_cli(imodel: Any) -> None:
@@ -384,6 +406,7 @@ class _Turn:
         self.recorded: list[RoledMessage] = []
         self.usage: dict[str, Any] | None = None
         self.usd: float | None = None  # the ledger's price of the run
+        self.prompted = False  # the agent got the prompt (its session started)
 
     def record(self, **message: Any) -> RoledMessage:
         recorded = self.branch.msgs.add_message(**message)
@@ -392,6 +415,7 @@ class _Turn:
 
     def feed(self, chunk: StreamChunk) -> list[RoledMessage]:
         kind = chunk.type
+        self.prompted = self.prompted or kind == "system"
         if kind in ("system", "result") and chunk.metadata.get("session_id"):
             self.imodel.provider_session_id = str(chunk.metadata["session_id"])
         if kind == "thinking":
@@ -427,8 +451,12 @@ class _Turn:
         """The pending answer, if anything is pending (after closing calls left open); marked
         incomplete for the reason given, if any (the run failed)."""
         if not (self.text or self.thinking):
+            if incomplete and self._estimate(check=True):
+                self._account_estimate()
             return []
         extra = mark_incomplete({}, incomplete) if incomplete else {}
+        if incomplete:
+            extra.update(self._estimate())
         return [*self._close_calls(_UNREPORTED), self._answer(extra)]
 
     def flush_partial(self) -> None:
@@ -436,7 +464,36 @@ class _Turn:
         every call whose result never came, then the pending text."""
         self._close_calls("The run ended before this call's result arrived.")
         if self.text or self.thinking:
-            self._answer(mark_incomplete({"partial": True}, INTERRUPTED))
+            extra = mark_incomplete({"partial": True}, INTERRUPTED)
+            self._answer({**extra, **self._estimate()})
+        elif self._estimate(check=True):
+            self._account_estimate()
+
+    def _estimate(self, check: bool = False) -> dict[str, Any]:
+        """For an agent that bills a turn that ended early (ADR-0106 rule 7) and reported no
+        usage: an estimated ledger row, as ``{"usage", "cost_usd"}`` for the answer."""
+        if (
+            self.usage is not None
+            or not self.prompted
+            or not getattr(self.imodel.endpoint, "estimates_early_end", False)
+        ):
+            return {}
+        if check:
+            return {"due": True} if self.prompted else {}
+        return self._account_estimate()
+
+    def _account_estimate(self) -> dict[str, Any]:
+        from ..models.usage import usage_dict
+        from ..tokens import estimate_tokens
+
+        said = "".join(self.text.parts) + "".join(self.thinking.parts)
+        prompt = next(
+            (m.rendered for m in self.recorded if getattr(m, "kind", "") == "instruction"), ""
+        )
+        usage = usage_dict(estimate_tokens(prompt), estimate_tokens(said))
+        usage["estimated"] = True
+        self.usage = usage
+        return {"usage": usage, "cost_usd": self._account(None)}
 
     def _close_calls(self, why: str) -> list[RoledMessage]:
         """An error response for every call still without a result, recorded before anything
@@ -480,6 +537,8 @@ class _Turn:
 
     def _request(self, chunk: StreamChunk) -> ActionRequest:
         fields: dict[str, Any] = {"call_id": chunk.tool_id} if chunk.tool_id else {}
+        if chunk.metadata.get("acp"):  # what an ACP agent's step is: a plan, a permission...
+            fields["metadata"] = {"acp": chunk.metadata["acp"]}
         request = ActionRequest(
             function=chunk.tool_name or "(unnamed tool)",
             arguments=deepcopy(chunk.tool_input or {}),

@@ -19,7 +19,8 @@ answer kept on the branch") once the branch recorded it (ADR-0106).
 (`lion_nb.protocols.approval`): the call (tool, server, arguments) is listed in ``asks`` with
 Approve / Deny / "approve for this tool from now on", and the turn awaits the click -- on the
 kernel's loop, which keeps serving the front end meanwhile. Stop (or the interrupt) cancels
-the wait, which denies the call.
+the wait, which denies the call. A coding agent's permission request (ACP) shows the agent's
+own options instead (allow once / always, reject once / always), answered as ``"option:ID"``.
 
 The images and files the turn sent are shown under its header (images from ``data:`` URLs
 only, files as chips), and stay when it ends.
@@ -91,6 +92,7 @@ class TurnWidget(anywidget.AnyWidget):
         self._text: list[str] = []
         self._thinking = LiveThinking()
         self._steps: dict[str, dict[str, Any]] = {}
+        self._plans: dict[str, str] = {}  # an ACP plan's step -> the step it is shown in
         self._incomplete = False  # the turn recorded an answer cut short
         self._cache = EntryCache(size=64)
         self._t0 = 0.0
@@ -130,9 +132,13 @@ class TurnWidget(anywidget.AnyWidget):
         kind = getattr(message, "kind", "")
         self._incomplete = self._incomplete or is_incomplete(message)
         if kind == "action_request":
-            self._steps[str(message.id)] = self._cache.entry(message, len(self._steps))
+            step = self._plan_step(message)
+            index = self._steps[step]["index"] if step in self._steps else len(self._steps)
+            self._steps[step] = self._cache.entry(message, index)
         elif kind == "action_response":
             key = str(message.action_request_id) if message.action_request_id else None
+            if key is not None:
+                key = self._plans.get(key, key)
             request_entry = self._steps.get(key) if key else None
             index = request_entry["index"] if request_entry else len(self._steps)
             self._steps[key or str(message.id)] = self._cache.entry(message, index)
@@ -153,6 +159,16 @@ class TurnWidget(anywidget.AnyWidget):
         else:
             return
         self._throttle.poke()
+
+    def _plan_step(self, message: Any) -> str:
+        """Where a call is shown: an ACP agent's plan updates replace its first plan's step,
+        so the plan is one checklist that changes as the agent works."""
+        key = str(message.id)
+        if (message.metadata or {}).get("acp") == "plan":
+            first = self._plans.setdefault("", key)
+            self._plans[key] = first
+            return first
+        return key
 
     def _attach(self, message: Any) -> None:
         """Show the images and files the turn sent (each image once)."""
@@ -236,6 +252,16 @@ class TurnWidget(anywidget.AnyWidget):
             "server": ask.server or "",
             "arguments": _pre(json_text(ask.arguments), 4_000),
         }
+        options = (ask.extra or {}).get("options")
+        if options:  # a coding agent's own choices (ACP): one button each
+            shown["options"] = [
+                {
+                    "id": str(o["id"]),
+                    "name": str(o.get("name") or o["id"]),
+                    "kind": str(o.get("kind") or ""),
+                }
+                for o in options
+            ]
         with self.hold_sync():
             self.asks = [*self.asks, shown]
             self.status = "waiting for approval"
@@ -257,6 +283,8 @@ class TurnWidget(anywidget.AnyWidget):
         if future is None or future.done():
             return False
         value = {"approve": True, "deny": False, "always": ALWAYS}.get(decision, False)
+        if decision.startswith("option:"):  # one of a coding agent's options, by id
+            value = decision
         future.get_loop().call_soon_threadsafe(_settle, future, value)
         return True
 

@@ -67,7 +67,9 @@ LOCAL_PROVIDERS = frozenset({"offline", "offline_cli"})
 #: request options that change how a call is made, not what it answers
 _NOT_ANSWER = frozenset({"timeout", "connect_timeout", "max_retries", "stream", "stream_options"})
 #: CLI settings that say where the agent runs, not what it does
-_NOT_AGENT = frozenset({"cli_path", "cwd", "terminate_grace"})
+_NOT_AGENT = frozenset(
+    {"cli_path", "command", "cwd", "terminate_grace", "cancel_grace", "start_timeout"}
+)
 
 
 def clean(value: Any) -> Any:

@@ -50,6 +50,7 @@ ENDPOINTS: dict[str, str] = {
     "claude_code": "lion_nb.models.endpoints.claude_code:ClaudeCodeEndpoint",
     "codex": "lion_nb.models.endpoints.codex:CodexEndpoint",
     "gemini_cli": "lion_nb.models.endpoints.gemini_cli:GeminiCLIEndpoint",
+    "acp": "lion_nb.models.endpoints.acp:ACPEndpoint",
 }
 
 # name -> (endpoint, base_url, key environment variable or None when no key is needed)

@@ -189,6 +189,14 @@ class CLIRequest:
     resume: str | None = None
     images: list[str] | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    #: the conversation so far as ``{"role", "content"}`` turns, for an agent that starts a
+    #: new session on a branch that already has one (a fork); only ACP agents take it
+    history: list[dict[str, Any]] | None = None
+    #: who answers an agent's permission requests: ``await permission(title, arguments,
+    #: options)`` returns the chosen option's id (``None``: none chosen); set by `run`
+    permission: Callable[..., Any] | None = None
+    #: the branch's MCP servers to offer the agent (ACP ``session/new``), as plain dicts
+    mcp_servers: list[dict[str, Any]] | None = None
 
 
 class Endpoint(ABC):

@@ -583,6 +583,8 @@ def resolve_model(spec: str, namespace: Mapping[str, Any], aliases: Mapping[str,
     if isinstance(obj, iModel):
         return obj
     target = aliases.get(spec, spec)
+    if target.startswith("acp:"):  # `-m acp:gemini`: an ACP agent preset
+        target = f"acp/{target[4:]}"
     check_model_spec(target, f"--model {spec}")
     if "/" not in target:
         known = ", ".join(f"`{a}`" for a in sorted(aliases)) or "none set"

@@ -63,6 +63,7 @@ def reset_notebook_state() -> NotebookState:
             handle.cancel()
         for server in _state.mcp.values():  # `%lion mcp add` servers: stopped at once
             server.kill_now()
+        _state.stop_agents()
     _state = NotebookState()
     return _state
 
@@ -107,6 +108,14 @@ class NotebookState:
             self.attach(Session())
         return self._session
 
+    def stop_agents(self) -> None:
+        """Stop at once the agent processes that ``-m`` models keep between turns (an ACP
+        agent's): the models are forgotten, so nothing would stop them later."""
+        for model, _source in self.models.values():
+            kill = getattr(getattr(model, "endpoint", None), "kill_now", None)
+            if callable(kill):
+                kill()
+
     def attach(self, session: Any) -> None:
         """Make ``session`` the notebook's Session (used on first use, load and reset)."""
         from ...protocols.signals import Signal, keep_history
@@ -114,6 +123,7 @@ class NotebookState:
         if self._subscription is not None:
             self._subscription()
         self._session = session
+        self.stop_agents()
         self.models.clear()
         branch = session.default_branch
         if branch is None:

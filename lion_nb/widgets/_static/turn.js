@@ -45,12 +45,16 @@ function drawAsk(ask, model) {
     deny: `Deny ${callName(ask)}`,
     always: `Approve for this tool from now on, every ${callName(ask)}`,
   };
-  for (const [decision, label] of [["approve", "Approve"], ["deny", "Deny"],
-    ["always", "Approve for this tool from now on"]]) {
-    const button = el("button", `lnb-ask-${decision}`, label);
+  // a coding agent's permission request (ACP) offers its own options, one button each
+  const choices = ask.options && ask.options.length
+    ? ask.options.map((o) => [`option:${o.id}`, o.name, `${o.name}: ${callName(ask)}`, o.kind])
+    : [["approve", "Approve"], ["deny", "Deny"], ["always", "Approve for this tool from now on"]]
+      .map(([d, label]) => [d, label, names[d], d]);
+  for (const [decision, label, name, kind] of choices) {
+    const button = el("button", `lnb-ask-${kind.replaceAll("_", "-")}`, label);
     button.type = "button";
     button.dataset.decision = decision;
-    button.setAttribute("aria-label", names[decision]);
+    button.setAttribute("aria-label", name);
     button.addEventListener("click", () => {
       box.focus({ preventScroll: true }); // a disabled button would drop the focus
       for (const b of buttons.children) b.disabled = true;
