@@ -7,7 +7,8 @@ A policy is one of:
 - a callable ``(tool_name, arguments) -> bool``, sync or async: its answer decides; an
   exception inside it denies the call (approval fails closed);
 - ``"ask"``: a person decides. The asker in effect (`asking`) is called with an `Ask`; in a
-  notebook the turn view shows Approve / Deny / "approve for this tool from now on". With no
+  notebook the turn view shows Approve / Deny / "approve for this tool from now on" (and, for
+  code, Edit then run: the answer is an `Edited` with the arguments to run instead). With no
   asker (a script), nobody can be asked, and the call is denied with that reason.
 
 The policy is looked up on the tool first (``Tool(..., approve=)``, or ``connect_mcp(...,
@@ -31,7 +32,16 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ALWAYS", "Ask", "Decision", "asking", "check_policy", "decide", "denial_output"]
+__all__ = [
+    "ALWAYS",
+    "Ask",
+    "Decision",
+    "Edited",
+    "asking",
+    "check_policy",
+    "decide",
+    "denial_output",
+]
 
 logger = logging.getLogger("lion_nb.approval")
 
@@ -58,6 +68,16 @@ class Decision:
     allowed: bool
     by: str  # "policy", "callable", "user", "nobody"
     reason: str = ""
+    #: the arguments to run instead of the model's (the person edited them); None: the model's
+    arguments: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Edited:
+    """An asker's answer "run this instead": the call runs once with ``arguments`` (both the
+    model's and these are recorded)."""
+
+    arguments: dict[str, Any]
 
 
 def check_policy(value: Any, where: str = "approve") -> Any:
@@ -116,6 +136,8 @@ async def decide(
                 "asked, so the call did not run",
             )
         answer = await asker(ask)
+        if isinstance(answer, Edited):
+            return Decision(True, "user", "edited, then approved", dict(answer.arguments))
         if answer == ALWAYS:
             if remember is not None:
                 remember(tool)

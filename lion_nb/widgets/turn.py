@@ -17,7 +17,9 @@ answer kept on the branch") once the branch recorded it (ADR-0106).
 
 ``ask`` is the turn's asker for tools whose policy is ``approve="ask"``
 (`lion_nb.protocols.approval`): the call (tool, server, arguments) is listed in ``asks`` with
-Approve / Deny / "approve for this tool from now on", and the turn awaits the click -- on the
+Approve / Deny / "approve for this tool from now on" / "for this turn"; a call that runs
+code (``run_python``) shows it highlighted with its risk flags, and Edit then run (the edited
+code runs, and both are recorded). The turn awaits the click -- on the
 kernel's loop, which keeps serving the front end meanwhile. Stop (or the interrupt) cancels
 the wait, which denies the call.
 
@@ -97,6 +99,8 @@ class TurnWidget(anywidget.AnyWidget):
         self._spend = TurnSpend()
         self._throttle = Throttle(self._flush, max_rate)
         self._waiting: dict[str, Any] = {}  # ask id -> future of the decision
+        self._asked: dict[str, Any] = {}  # ask id -> its `Ask`
+        self._turn_approved: set[str] = set()  # tools approved for this turn
         self._raise: Callable[[], Any] | None = None  # what the budget's button does
         self.on_msg(self._on_front_end)
 
@@ -227,14 +231,18 @@ class TurnWidget(anywidget.AnyWidget):
 
         from ._entries import _pre, json_text
 
+        if ask.tool in self._turn_approved:  # "approve for this turn" was given for it
+            return True
         key = uuid.uuid4().hex[:12]
         future = asyncio.get_running_loop().create_future()
         self._waiting[key] = future
+        self._asked[key] = ask
         shown = {
             "id": key,
             "tool": ask.tool,
             "server": ask.server or "",
             "arguments": _pre(json_text(ask.arguments), 4_000),
+            **_card(ask.extra),
         }
         with self.hold_sync():
             self.asks = [*self.asks, shown]
@@ -243,20 +251,32 @@ class TurnWidget(anywidget.AnyWidget):
             return await future
         finally:
             self._waiting.pop(key, None)
+            self._asked.pop(key, None)
             with self.hold_sync():
                 self.asks = [a for a in self.asks if a["id"] != key]
                 if self.running and not self.asks:
                     self.status = "running"
 
-    def answer(self, key: str, decision: str) -> bool:
-        """Decide a waiting call: ``"approve"``, ``"deny"`` or ``"always"`` (what the
-        buttons do). ``False`` when nothing waits under ``key``."""
-        from ..protocols.approval import ALWAYS
+    def answer(self, key: str, decision: str, code: str | None = None) -> bool:
+        """Decide a waiting call: ``"approve"``, ``"deny"``, ``"always"``, ``"turn"``
+        (approve this tool for the rest of the turn) or ``"edit"`` (run ``code`` instead of
+        the model's, where the card offers it). ``False`` when nothing waits under ``key``."""
+        from ..protocols.approval import ALWAYS, Edited
 
         future = self._waiting.get(key)
         if future is None or future.done():
             return False
-        value = {"approve": True, "deny": False, "always": ALWAYS}.get(decision, False)
+        ask = self._asked.get(key)
+        value: Any = {"approve": True, "deny": False, "always": ALWAYS, "turn": True}.get(
+            decision, False
+        )
+        if decision == "turn" and ask is not None:
+            self._turn_approved.add(ask.tool)
+        if decision == "edit":
+            field = (ask.extra.get("edit") if ask is not None else None) or None
+            if not field or not isinstance(code, str):
+                return False  # nothing to edit here: the call still waits
+            value = Edited({**ask.arguments, field: code})
         future.get_loop().call_soon_threadsafe(_settle, future, value)
         return True
 
@@ -275,7 +295,12 @@ class TurnWidget(anywidget.AnyWidget):
         elif isinstance(content, dict) and content.get("type") == "raise_budget":
             self.raise_budget()
         elif isinstance(content, dict) and content.get("type") == "approval":
-            self.answer(str(content.get("id")), str(content.get("decision")))
+            code = content.get("code")
+            self.answer(
+                str(content.get("id")),
+                str(content.get("decision")),
+                code if isinstance(code, str) else None,
+            )
 
     def _flush(self) -> None:
         from ..models.clean import clean_text
@@ -313,6 +338,24 @@ class TurnWidget(anywidget.AnyWidget):
 
     def __repr__(self) -> str:
         return f"TurnWidget({self.head!r}, {self.status or 'new'})"
+
+
+def _card(extra: dict[str, Any]) -> dict[str, Any]:
+    """What an ask's card adds for code (`Ask.extra` from the tool): the code highlighted,
+    its risk flags, and the argument Edit changes."""
+    if not isinstance(extra.get("code_html"), str):
+        return {}
+    flags = [
+        {"flag": str(f.get("flag", "")), "label": str(f.get("label", ""))}
+        for f in extra.get("flags") or ()
+        if isinstance(f, dict)
+    ]
+    return {
+        "code_html": extra["code_html"],
+        "code": str(extra.get("code", "")),
+        "flags": flags,
+        "edit": str(extra.get("edit") or ""),
+    }
 
 
 def _settle(future: Any, value: Any) -> None:
