@@ -34,6 +34,7 @@ from typing import Any
 
 __all__ = [
     "ALWAYS",
+    "NOBODY",
     "Ask",
     "Decision",
     "Edited",
@@ -47,6 +48,8 @@ logger = logging.getLogger("lion_nb.approval")
 
 #: what an asker returns for "approve for this tool from now on"
 ALWAYS = "always"
+#: what an asker returns when nobody could see the question (no front end showed it)
+NOBODY = "nobody"
 
 Asker = Callable[["Ask"], Awaitable[Any]]
 _ASKER: contextvars.ContextVar[Asker | None] = contextvars.ContextVar("lion_nb_asker", default=None)
@@ -136,6 +139,10 @@ async def decide(
                 "asked, so the call did not run",
             )
         answer = await asker(ask)
+        if answer == NOBODY:
+            return Decision(
+                False, "nobody", "nobody could be asked (no front end showed the question)"
+            )
         if isinstance(answer, Edited):
             return Decision(True, "user", "edited, then approved", dict(answer.arguments))
         if answer == ALWAYS:

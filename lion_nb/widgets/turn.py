@@ -21,7 +21,9 @@ Approve / Deny / "approve for this tool from now on" / "for this turn"; a call t
 code (``run_python``) shows it highlighted with its risk flags, and Edit then run (the edited
 code runs, and both are recorded). The turn awaits the click -- on the
 kernel's loop, which keeps serving the front end meanwhile. Stop (or the interrupt) cancels
-the wait, which denies the call.
+the wait, which denies the call. A widget no front end has drawn (it says so when it is drawn)
+waits ``unseen_grace`` seconds, then nobody is there to answer (nbval, nbconvert) and the
+call is denied.
 
 The images and files the turn sent are shown under its header (images from ``data:`` URLs
 only, files as chips), and stay when it ends.
@@ -70,6 +72,9 @@ class TurnWidget(anywidget.AnyWidget):
     thinking_state = traitlets.Dict().tag(sync=True)
     stoppable = traitlets.Bool(False).tag(sync=True)
     asks = traitlets.List(traitlets.Dict()).tag(sync=True)  # calls waiting for approval
+    #: seconds an ask waits for a front end to show the widget before nobody is there to
+    #: answer (a headless run: nbval, nbconvert) and the call is denied
+    unseen_grace: float = 10.0
     #: a budget that stopped the turn: ``{"text", "action"}`` (the button), or empty
     budget = traitlets.Dict().tag(sync=True)
 
@@ -101,6 +106,7 @@ class TurnWidget(anywidget.AnyWidget):
         self._waiting: dict[str, Any] = {}  # ask id -> future of the decision
         self._asked: dict[str, Any] = {}  # ask id -> its `Ask`
         self._turn_approved: set[str] = set()  # tools approved for this turn
+        self._shown = _Flag()  # a front end drew this widget (it said so)
         self._raise: Callable[[], Any] | None = None  # what the budget's button does
         self.on_msg(self._on_front_end)
 
@@ -233,6 +239,7 @@ class TurnWidget(anywidget.AnyWidget):
 
         if ask.tool in self._turn_approved:  # "approve for this turn" was given for it
             return True
+        from ..protocols.approval import NOBODY
         key = uuid.uuid4().hex[:12]
         future = asyncio.get_running_loop().create_future()
         self._waiting[key] = future
@@ -248,6 +255,14 @@ class TurnWidget(anywidget.AnyWidget):
             self.asks = [*self.asks, shown]
             self.status = "waiting for approval"
         try:
+            if not self._shown.is_set():  # nobody may be there (nbval, nbconvert): wait a while
+                seen = asyncio.ensure_future(self._shown.wait())
+                try:
+                    await asyncio.wait({future, seen}, timeout=self.unseen_grace)
+                finally:
+                    seen.cancel()
+                if not future.done() and not self._shown.is_set():
+                    return NOBODY
             return await future
         finally:
             self._waiting.pop(key, None)
@@ -290,7 +305,9 @@ class TurnWidget(anywidget.AnyWidget):
             self.status = status
 
     def _on_front_end(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        if isinstance(content, dict) and content.get("type") == "stop":
+        if isinstance(content, dict) and content.get("type") == "shown":
+            self._shown.set()
+        elif isinstance(content, dict) and content.get("type") == "stop":
             self.stop()
         elif isinstance(content, dict) and content.get("type") == "raise_budget":
             self.raise_budget()
@@ -338,6 +355,36 @@ class TurnWidget(anywidget.AnyWidget):
 
     def __repr__(self) -> str:
         return f"TurnWidget({self.head!r}, {self.status or 'new'})"
+
+
+class _Flag:
+    """Set once (from the comm handler, any thread); awaited on the kernel's loop."""
+
+    def __init__(self) -> None:
+        self._set = False
+        self._waiters: list[Any] = []
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def set(self) -> None:
+        self._set = True
+        for future in self._waiters:
+            future.get_loop().call_soon_threadsafe(_settle, future, True)
+        self._waiters.clear()
+
+    async def wait(self) -> None:
+        import asyncio
+
+        if self._set:
+            return
+        future = asyncio.get_running_loop().create_future()
+        self._waiters.append(future)
+        try:
+            await future
+        finally:
+            if future in self._waiters:
+                self._waiters.remove(future)
 
 
 def _card(extra: dict[str, Any]) -> dict[str, Any]:

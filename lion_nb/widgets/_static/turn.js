@@ -110,6 +110,7 @@ function typingElsewhere(box) {
 }
 
 function render({ model, el: root }) {
+  model.send({ type: "shown" }); // someone can see this turn: its calls may be asked about
   const box = el("div", "lnb-turn");
   const head = el("div", "lnb-turn-head");
   const label = el("span", "lnb-turn-label");
