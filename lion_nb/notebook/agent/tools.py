@@ -16,7 +16,6 @@ secrets; values of secret-looking names are never shown.
 
 from __future__ import annotations
 
-import asyncio
 from html import escape
 from typing import Any
 
@@ -98,8 +97,6 @@ def notebook_tools(
             code: Python source (IPython syntax such as `!cmd` and `%magic` works too).
         """
         outcome = run_code(_shell(), code, time_limit=time_limit, budget=budget)
-        if outcome.stopped == "interrupted":
-            _stop_turn()  # Stop or the interrupt: the turn ends, what was printed is kept
         return ToolOutput(
             result_text(outcome, budget),
             {
@@ -155,16 +152,6 @@ def notebook_tools(
     ]
 
 
-def _stop_turn() -> None:
-    """Cancel the task running the turn once the tool returned (the result is recorded)."""
-    try:
-        task = asyncio.current_task()
-    except RuntimeError:  # no loop: nothing to stop
-        return
-    if task is not None:
-        asyncio.get_running_loop().call_soon(task.cancel)
-
-
 def result_text(outcome: RunOutcome, budget: int) -> str:
     """A run as the text the model reads, each part bounded and scrubbed."""
     from ...context.content import fit_text
@@ -188,7 +175,9 @@ def result_text(outcome: RunOutcome, budget: int) -> str:
     if outcome.stopped == "time limit":
         parts.append(f"[stopped] the run passed its time limit after {outcome.duration:.1f} s")
     elif outcome.stopped:
-        parts.append("[stopped] the user interrupted the run")
+        parts.append(
+            "[stopped] the user interrupted the run: do not run it again unless they ask"
+        )
     names = outcome.names
     changed = [f"{k}: {', '.join(v)}" for k, v in names.items() if v]
     parts.append(
