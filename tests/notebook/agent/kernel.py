@@ -26,7 +26,9 @@ class Kernel:
             try:
                 msg = self.kc.get_iopub_msg(timeout=max(0.1, end - time.monotonic()))
             except queue.Empty:
-                raise TimeoutError(f"the cell did not finish in {timeout} s: {''.join(text)}") from None
+                raise TimeoutError(
+                    f"the cell did not finish in {timeout} s: {''.join(text)}"
+                ) from None
             if msg["parent_header"].get("msg_id") != msg_id:
                 continue
             kind, content = msg["msg_type"], msg["content"]

@@ -58,10 +58,16 @@ def test_run_python_sees_and_changes_the_notebook_variables_on_the_main_thread(k
 def test_a_frame_and_a_figure_come_back_as_content(kernel):
     pytest.importorskip("pandas")
     pytest.importorskip("matplotlib")
-    kernel.run("import pandas as pd\nsales = pd.DataFrame({'region': ['n', 's'], 'amount': [3.5, 7.25]})")
+    kernel.run(
+        "import pandas as pd\nsales = pd.DataFrame({'region': ['n', 's'], 'amount': [3.5, 7.25]})"
+    )
     frame = last_json(kernel.run('[r] = await call(free, "sales"); show(r)'))
-    assert "DataFrame: 2 rows × 2 columns" in frame["output"] and "amount: float64" in frame["output"]
-    code = "import matplotlib.pyplot as plt\\nplt.bar(sales.region, sales.amount)\\nplt.title('sales')"
+    assert (
+        "DataFrame: 2 rows × 2 columns" in frame["output"] and "amount: float64" in frame["output"]
+    )
+    code = (
+        "import matplotlib.pyplot as plt\\nplt.bar(sales.region, sales.amount)\\nplt.title('sales')"
+    )
     figure = last_json(kernel.run(f'[r] = await call(free, "{code}"); show(r)'))
     assert figure["images"] == 1 and "[images] 1 image attached" in figure["output"]
 
@@ -93,7 +99,9 @@ def test_an_agent_turn_with_nobody_to_see_its_card_runs_nothing(kernel):
             "Nothing ran: every run was denied.",
         ]
     )  # fmt: skip
-    kernel.run(f"agent_model = iModel(provider='offline', model='scripted', responses=json.loads({script!r}))")
+    kernel.run(
+        f"agent_model = iModel(provider='offline', model='scripted', responses=json.loads({script!r}))"
+    )
     kernel.run("%%lion -b agent --agent -m agent_model -o agent_answer\nLook at the data.")
     facts = last_json(
         kernel.run(
@@ -125,7 +133,10 @@ TOOL_CALL = {
                     {
                         "id": "call_1",
                         "type": "function",
-                        "function": {"name": "run_python", "arguments": '{"code": "RUNS.append(7)"}'},
+                        "function": {
+                            "name": "run_python",
+                            "arguments": '{"code": "RUNS.append(7)"}',
+                        },
                     }
                 ],
             },
