@@ -240,6 +240,7 @@ class TurnWidget(anywidget.AnyWidget):
         if ask.tool in self._turn_approved:  # "approve for this turn" was given for it
             return True
         from ..protocols.approval import NOBODY
+
         key = uuid.uuid4().hex[:12]
         future = asyncio.get_running_loop().create_future()
         self._waiting[key] = future

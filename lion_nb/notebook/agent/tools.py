@@ -175,9 +175,7 @@ def result_text(outcome: RunOutcome, budget: int) -> str:
     if outcome.stopped == "time limit":
         parts.append(f"[stopped] the run passed its time limit after {outcome.duration:.1f} s")
     elif outcome.stopped:
-        parts.append(
-            "[stopped] the user interrupted the run: do not run it again unless they ask"
-        )
+        parts.append("[stopped] the user interrupted the run: do not run it again unless they ask")
     names = outcome.names
     changed = [f"{k}: {', '.join(v)}" for k, v in names.items() if v]
     parts.append(
