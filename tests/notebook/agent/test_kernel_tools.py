@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.notebook.agent.kernel import Kernel, last_json
-from tests.notebook.agent.kernel import wait_for
+from tests.notebook.agent.kernel import Kernel, last_json, wait_for
 
 pytestmark = pytest.mark.kernel
 

@@ -60,7 +60,7 @@ def test_the_store_and_the_json_export_keep_the_run(ip, tmp_path):
     store.save(session)
     loaded = store.load(str(session.id))
     [again] = [b for b in loaded.branches if b.id == branch.id]
-    response = [m for m in again.messages if m.kind == "action_response"][0]
+    response = next(m for m in again.messages if m.kind == "action_response")
     assert response.metadata["proposed_arguments"] == {"code": "total = 0"}
     assert response.metadata["names"]["changed"] == ["total"]
     exported = json.loads(to_json(branch))

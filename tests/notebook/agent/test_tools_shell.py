@@ -107,7 +107,7 @@ def test_inspect_shows_a_value_and_names_the_known_ones_when_missing(ip):
     ip.user_ns["numbers"] = list(range(5))
     shown = _call(_tools()["inspect"], name="numbers").output
     assert shown.startswith("`numbers`: builtins.list, 5 items\n") and "4" in shown
-    with pytest.raises(KeyError, match="no variable `nope`.*numbers"):
+    with pytest.raises(KeyError, match=r"no variable `nope`.*numbers"):
         _call(_tools()["inspect"], name="nope")
 
 
