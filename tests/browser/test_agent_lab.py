@@ -1,0 +1,79 @@
+"""The notebook tools' approval card in a real JupyterLab, driven in Chromium.
+
+A scripted offline model calls ``run_python`` three times under ``%%lion --agent`` (the
+tool asks by default). The card shows the code (highlighted) and its risk flags; Approve
+runs the code once; Edit, then Run edited code runs the person's version and the branch
+records both; Deny records the denial and runs nothing.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.browser.jupyter import cell_output, new_notebook, open_notebook, run_cell, wait_for_idle
+
+pytestmark = pytest.mark.browser
+
+SETUP = """\
+%load_ext lion_nb
+from lion_nb import iModel, current_session
+RUNS = []
+agent = iModel(provider="offline", model="scripted", responses=[
+    {"tool_calls": [{"name": "run_python", "arguments": {"code": "RUNS.append('approved')"}}]},
+    {"tool_calls": [{"name": "run_python", "arguments": {"code": "RUNS.append('model')"}}]},
+    {"tool_calls": [{"name": "run_python", "arguments": {"code": "import subprocess\\nsubprocess.run(['rm', '-rf', 'data'])"}}]},
+    "Done: one run approved, one edited, one denied.",
+])
+"""
+
+RESULTS = """\
+calls = [m for m in current_session().get_branch("agent").messages if m.kind == "action_response"]
+print("runs:", RUNS)
+print("approval:", [c.metadata.get("approval") for c in calls])
+print("proposed:", [c.metadata.get("proposed_arguments") for c in calls])
+print("ran:", [c.arguments["code"] for c in calls])
+"""
+
+
+def test_the_card_shows_code_and_flags_and_approve_edit_deny_are_recorded(lab_page, jupyter_server):
+    page = lab_page
+    notebook = new_notebook(SETUP, "%%lion -b agent --agent -m agent\nWork on the data.", RESULTS)
+    open_notebook(page, jupyter_server, "agent-card.ipynb", notebook)
+    run_cell(page, 0)
+    run_cell(page, 1, wait=False)
+    out = cell_output(page, 1)
+
+    first = out.locator(".lnb-ask")
+    first.wait_for(timeout=30_000)
+    assert "RUNS.append('approved')" in first.locator(".lnb-ask-args").inner_text()
+    assert first.locator(".lnb-ask-args .lnb-code").count() == 1  # highlighted
+    assert first.locator(".lnb-ask-flag").count() == 0
+    first.get_by_role("button", name="Approve call to run_python").click()
+
+    second = out.locator(".lnb-ask")
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.lnb-ask-args')].some(e => e.innerText.includes(\"'model'\"))",
+        timeout=30_000,
+    )
+    second.locator(".lnb-ask-edit").click()
+    editor = second.locator("textarea.lnb-ask-code")
+    editor.fill("RUNS.append('edited')")
+    second.locator(".lnb-ask-run").click()
+
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.lnb-ask-args')].some(e => e.innerText.includes('subprocess'))",
+        timeout=30_000,
+    )
+    third = out.locator(".lnb-ask")
+    flags = third.locator(".lnb-ask-flag").all_inner_texts()
+    assert any("runs shell commands" in f for f in flags), flags
+    third.get_by_role("button", name="Deny call to run_python").click()
+    wait_for_idle(page)
+    assert "Done: one run approved" in out.inner_text()
+
+    run_cell(page, 2)
+    printed = cell_output(page, 2).inner_text()
+    assert "runs: ['approved', 'edited']" in printed, printed
+    assert "approval: ['approved by user', 'approved by user, edited', 'denied by user']" in printed
+    assert "proposed: [None, {'code': \"RUNS.append('model')\"}, None]" in printed, printed
+    assert "ran: [\"RUNS.append('approved')\", \"RUNS.append('edited')\"" in printed, printed
