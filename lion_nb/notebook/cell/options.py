@@ -136,7 +136,7 @@ def turn_parser(prog: str, *, prompt: bool = False) -> Any:
     add(
         "--agent",
         action="store_true",
-        help="the model works in the notebook: run_python (asks first), inspect, list_variables and propose_cell, for several rounds",
+        help="the model works in the notebook: run_python (asks first, unless the branch has notebook_tools(approve=...) already), inspect, list_variables and propose_cell, for several rounds",
     )
     add(
         "-o",

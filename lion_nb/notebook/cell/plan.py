@@ -115,7 +115,10 @@ def _agent_tools(ctx: CellContext, opts: TurnOptions) -> list[Any]:
     fresh = branch is None or not any(m.kind != "system" for m in branch.messages)
     if opts.system is None and fresh:
         opts.system = AGENT_PROMPT
-    return list(notebook_tools(shell=ctx.shell))
+    # tools the branch already has under these names (`notebook_tools(approve=...)` given
+    # by the user) are kept, with their policy
+    held = set(branch.acts.registry) if branch is not None else set()
+    return [t for t in notebook_tools(shell=ctx.shell) if t.name not in held]
 
 
 def _turn_branch(ctx: CellContext, opts: TurnOptions) -> tuple[Any, Any, bool]:
