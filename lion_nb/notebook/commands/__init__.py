@@ -2,7 +2,7 @@
 
 Importing this package registers them all, in the order ``%lion help`` lists them: the
 branch subcommands of `registry` itself, then `session` (models, tools, save/load, config,
-runs), `store`, `extend`, `cassette` and `mcp`. The modules import `registry`; it imports none of
+runs), `store`, `extend`, `cassette`, `mcp` and `serve`. The modules import `registry`; it imports none of
 them, and none of them imports the magics above.
 """
 
@@ -16,6 +16,7 @@ from . import store as _registers_store  # noqa: F401
 from . import extend as _registers_extend  # noqa: F401
 from . import cassette as _registers_cassette  # noqa: F401
 from . import mcp as _registers_mcp  # noqa: F401
+from . import serve as _registers_serve  # noqa: F401
 # isort: on
 
 COMMANDS = registry.COMMANDS
