@@ -73,19 +73,20 @@ class NotebookEndpoint:
         self._socket = sock
         config = uvicorn.Config(_Bearer(self._app(), self.token), log_level="warning",
                                 lifespan="on", access_log=False)  # fmt: skip
-        self._server = uvicorn.Server(config)
         ready = threading.Event()
 
-        def serve() -> None:
-            async def main() -> None:
-                task = asyncio.ensure_future(self._server.serve(sockets=[sock]))
-                while not self._server.started and not task.done():
-                    await asyncio.sleep(0.01)
-                ready.set()
-                await task
+        class Server(uvicorn.Server):
+            async def startup(self, sockets: Any = None) -> None:
+                await super().startup(sockets=sockets)
+                ready.set()  # listening (or failed: `started` stays false)
 
-            asyncio.run(main())
-            ready.set()
+        self._server = Server(config)
+
+        def serve() -> None:
+            try:
+                asyncio.run(self._server.serve(sockets=[sock]))
+            finally:
+                ready.set()
 
         self._thread = threading.Thread(target=serve, name="lion-nb-serve", daemon=True)
         self._thread.start()

@@ -35,7 +35,7 @@ _RUNNING: dict[int, Any] = {}  # id(notebook state) -> its endpoint
         choices=tuple(_APPROVE),
         default="ask",
         help="approval of run_python calls (default: ask, in the server's card)",
-    ),  # fmt: skip
+    ),
     arg("--branch", default="served", help="the branch its calls are recorded on"),
 )
 def _serve(magics: Any, args: Any) -> Any:
