@@ -157,3 +157,42 @@ def test_stop_and_a_second_start(kernel):
         httpx.post(config["url"], json={}, timeout=5)
     again = _serve(kernel, "true")
     assert again["url"] != config["url"] or again["headers"] != config["headers"]
+
+
+def test_claude_code_given_the_configuration_calls_run_python_approved_in_the_card(
+    kernel, monkeypatch, tmp_path
+):
+    from lion_nb import Branch, iModel
+    from tests.fakes.cli import fake_cli_on_path
+
+    _serve(kernel, "ask")
+    path = last_json(kernel.run("print(json.dumps([str(ep.config_path)]))"))[0]
+    kernel.run("ep.card._on_front_end(ep.card, {'type': 'shown'}, [])")  # as a front end does
+    kernel.run("numbers = [3, 4, 5]")
+    fake = fake_cli_on_path(monkeypatch, tmp_path)
+    fake.set(
+        mcp_call=json.dumps(
+            {"tool": "run_python", "arguments": {"code": "total = sum(numbers)\ntotal"}}
+        )
+    )
+    agent = Branch(chat_model=iModel(provider="claude_code", model="sonnet", mcp_config=path))
+    answers: list[Any] = []
+
+    async def ask_claude() -> None:
+        answers.extend([chunk async for chunk in agent.run("Add up the numbers.")])
+
+    worker = threading.Thread(target=lambda: asyncio.run(ask_claude()))
+    worker.start()
+    wait_for(lambda: "1" in kernel.run("print(len(ep.card.asks))"), 60, "Claude's call in the card")
+    shown = last_json(kernel.run("print(json.dumps(ep.card.asks[0]))"))
+    assert shown["code"] == "total = sum(numbers)\ntotal"
+    kernel.run(
+        f"ep.card._on_front_end(ep.card, {{'type': 'approval', 'id': {shown['id']!r}, 'decision': 'approve'}}, [])"
+    )
+    worker.join(120)
+    assert not worker.is_alive()
+    [record] = fake.records()
+    assert record["argv"][record["argv"].index("--mcp-config") + 1] == path
+    answer = [m for m in agent.messages if m.kind == "assistant_response"][-1]
+    assert "The notebook answered: [value]\n12" in answer.rendered
+    assert kernel.run("print(total)").strip() == "12"
