@@ -289,8 +289,8 @@ class TurnWidget(anywidget.AnyWidget):
         if decision == "turn" and ask is not None:
             self._turn_approved.add(ask.tool)
         if decision == "edit":
-            field = (ask.extra.get("edit") if ask is not None else None) or None
-            if not field or not isinstance(code, str):
+            field = ask.extra.get("edit") if ask is not None else None
+            if ask is None or not field or not isinstance(code, str):
                 return False  # nothing to edit here: the call still waits
             value = Edited({**ask.arguments, field: code})
         future.get_loop().call_soon_threadsafe(_settle, future, value)
