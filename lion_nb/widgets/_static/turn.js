@@ -41,9 +41,14 @@ function drawAsk(ask, model) {
   args.innerHTML = ask.code_html || ask.arguments; // kernel-made: escaped, then highlighted
   const flags = el("ul", "lnb-ask-flags");
   flags.setAttribute("aria-label", "Risk flags");
+  // laid out here, not in the stylesheet: saved notebooks carry the stylesheet they ran with
+  Object.assign(flags.style, { listStyle: "none", display: "flex", flexWrap: "wrap", gap: "4px",
+    margin: "4px 0", padding: "0" });
   for (const f of ask.flags || []) {
     const chip = el("li", "lnb-ask-flag", `⚠ ${f.label}`);
     chip.dataset.flag = f.flag;
+    Object.assign(chip.style, { border: "1px solid var(--lnb-danger)", borderRadius: "3px",
+      padding: "0 4px" });
     flags.append(chip);
   }
   flags.hidden = !(ask.flags || []).length;
@@ -83,6 +88,8 @@ function editor(ask, model, buttons) {
   area.value = ask.code || "";
   area.rows = Math.min(16, Math.max(3, area.value.split("\n").length + 1));
   area.setAttribute("aria-label", "The code to run");
+  Object.assign(area.style, { width: "100%", boxSizing: "border-box",
+    fontFamily: "var(--jp-code-font-family, monospace)" });
   const run = el("button", "lnb-ask-run", "Run edited code");
   run.type = "button";
   const pane = el("div", "lnb-ask-editor");
