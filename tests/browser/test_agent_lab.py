@@ -10,7 +10,15 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.jupyter import cell_output, new_notebook, open_notebook, run_cell, wait_for_idle
+from tests.browser.a11y import axe_violations, text_contrast
+from tests.browser.jupyter import (
+    cell_output,
+    new_notebook,
+    open_notebook,
+    run_cell,
+    screenshot,
+    wait_for_idle,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -67,6 +75,10 @@ def test_the_card_shows_code_and_flags_and_approve_edit_deny_are_recorded(lab_pa
     third = out.locator(".lnb-ask")
     flags = third.locator(".lnb-ask-flag").all_inner_texts()
     assert any("runs shell commands" in f for f in flags), flags
+    third.locator(".lnb-ask-edit").click()  # the editor open too, for the measures
+    low = [m for m in text_contrast(page) if m["widget"] == "lnb-turn" and m["ratio"] < m["need"]]
+    assert low == [] and axe_violations(page) == []
+    screenshot(page, "agent-card", element=out.locator(".lnb-turn"))
     third.get_by_role("button", name="Deny call to run_python").click()
     wait_for_idle(page)
     assert "Done: one run approved" in out.inner_text()
