@@ -3,7 +3,8 @@
 A scripted offline model calls ``run_python`` three times under ``%%lion --agent`` (the
 tool asks by default). The card shows the code (highlighted) and its risk flags; Approve
 runs the code once; Edit, then Run edited code runs the person's version and the branch
-records both; Deny records the denial and runs nothing.
+records both; Deny records the denial and runs nothing. The proposed cell is inserted below
+the turn's cell by JupyterLab, not run.
 """
 
 from __future__ import annotations
@@ -30,12 +31,14 @@ agent = iModel(provider="offline", model="scripted", responses=[
     {"tool_calls": [{"name": "run_python", "arguments": {"code": "RUNS.append('approved')"}}]},
     {"tool_calls": [{"name": "run_python", "arguments": {"code": "RUNS.append('model')"}}]},
     {"tool_calls": [{"name": "run_python", "arguments": {"code": "import subprocess\\nsubprocess.run(['rm', '-rf', 'data'])"}}]},
+    {"tool_calls": [{"name": "propose_cell", "arguments": {"code": "print(sorted(RUNS))"}}]},
     "Done: one run approved, one edited, one denied.",
 ])
 """
 
 RESULTS = """\
-calls = [m for m in current_session().get_branch("agent").messages if m.kind == "action_response"]
+calls = [m for m in current_session().get_branch("agent").messages
+         if m.kind == "action_response" and m.function == "run_python"]
 print("runs:", RUNS)
 print("approval:", [c.metadata.get("approval") for c in calls])
 print("proposed:", [c.metadata.get("proposed_arguments") for c in calls])
@@ -82,9 +85,12 @@ def test_the_card_shows_code_and_flags_and_approve_edit_deny_are_recorded(lab_pa
     third.get_by_role("button", name="Deny call to run_python").click()
     wait_for_idle(page)
     assert "Done: one run approved" in out.inner_text()
+    proposed = page.locator(".jp-Notebook .jp-Cell").nth(2)  # inserted below the turn's cell
+    assert "print(sorted(RUNS))" in proposed.locator(".jp-InputArea").inner_text()
+    assert proposed.locator(".jp-OutputArea-output").count() == 0  # not run
 
-    run_cell(page, 2)
-    printed = cell_output(page, 2).inner_text()
+    run_cell(page, 3)
+    printed = cell_output(page, 3).inner_text()
     assert "runs: ['approved', 'edited']" in printed, printed
     assert "approval: ['approved by user', 'approved by user, edited', 'denied by user']" in printed
     assert "proposed: [None, {'code': \"RUNS.append('model')\"}, None]" in printed, printed
