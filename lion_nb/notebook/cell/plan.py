@@ -118,7 +118,16 @@ def _agent_tools(ctx: CellContext, opts: TurnOptions) -> list[Any]:
     # tools the branch already has under these names (`notebook_tools(approve=...)` given
     # by the user) are kept, with their policy
     held = set(branch.acts.registry) if branch is not None else set()
-    return [t for t in notebook_tools(shell=ctx.shell) if t.name not in held]
+    # the same tool objects every turn on a branch: "approve from now on" holds across turns
+    key = (id(ctx.state), opts.branch or (str(branch.id) if branch is not None else ""))
+    tools = _AGENT_TOOLS.get(key)
+    if tools is None:
+        tools = _AGENT_TOOLS[key] = notebook_tools(shell=ctx.shell)
+    return [t for t in tools if t.name not in held]
+
+
+#: the notebook tools ``--agent`` offers, per notebook state and branch
+_AGENT_TOOLS: dict[tuple[int, str], list[Any]] = {}
 
 
 def _turn_branch(ctx: CellContext, opts: TurnOptions) -> tuple[Any, Any, bool]:
