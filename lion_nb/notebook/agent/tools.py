@@ -36,6 +36,9 @@ AGENT_PROMPT = (
     "run: do not retry it; continue without it or ask the user."
 )
 
+#: images one run sends the model (its figures beyond are named, not sent)
+MAX_IMAGES = 4
+
 #: tokens each part of a run's result (printed text, a value) may take
 PART_BUDGET = 2000
 
@@ -97,6 +100,11 @@ def notebook_tools(
             code: Python source (IPython syntax such as `!cmd` and `%magic` works too).
         """
         outcome = run_code(_shell(), code, time_limit=time_limit, budget=budget)
+        images = list(dict.fromkeys(outcome.images))  # each once
+        outcome.images = images[:MAX_IMAGES]
+        extra = len(images) - MAX_IMAGES
+        if extra > 0:
+            outcome.displays.append(f"[{extra} more image{'s' * (extra != 1)} not sent]")
         return ToolOutput(
             result_text(outcome, budget),
             {

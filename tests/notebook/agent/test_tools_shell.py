@@ -65,15 +65,19 @@ def test_a_frame_comes_back_as_its_schema_text(ip):
 
 def test_a_figure_is_an_image_part_for_a_vision_model_and_a_description_otherwise(ip):
     pytest.importorskip("matplotlib")
+    import matplotlib
+
     from lion_nb.models.media import text_only
 
-    code = "import matplotlib\nmatplotlib.use('agg')\nimport matplotlib.pyplot as plt\nplt.plot([1, 3, 2])"
+    matplotlib.use("agg")
+    import matplotlib.pyplot as plt
+
+    before = plt.get_fignums()  # figures other code left open stay as they are
+    code = "import matplotlib.pyplot as plt\nplt.figure()\nplt.plot([1, 3, 2])"
     out = _call(_tools()["run_python"], code=code)
     assert len(out.images) == 1 and out.images[0].startswith("data:image/png;base64,")
     assert "[images] 1 image attached" in out.output
-    import matplotlib.pyplot as plt
-
-    assert plt.get_fignums() == []  # shown to the model, not left for the cell to show
+    assert plt.get_fignums() == before  # shown to the model, not left for the cell to show
     response = ActionResponse(function="run_python", output=out.output, call_id="c1")
     response.metadata["images"] = out.images
     message = response.chat_msg()
