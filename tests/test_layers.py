@@ -180,6 +180,7 @@ LAYERS: dict[str, list[set[str]]] = {
             "_sentinel",
             "errors",
             "settings",
+            "shapes",
             "store_location",
             "tokens",
             "untrusted",

@@ -24,6 +24,7 @@ import re
 from typing import Any
 
 from ..errors import ConfigurationError
+from ..shapes import JsonObject
 
 __all__ = ["BUDGETS", "thinking_form", "thinking_options"]
 
@@ -54,7 +55,7 @@ def thinking_form(model: str) -> str | None:
     return next((form for pattern, form in _FORMS if pattern.search(name)), None)
 
 
-def thinking_options(model: str, level: str, max_tokens: int | None) -> dict[str, Any]:
+def thinking_options(model: str, level: str, max_tokens: int | None) -> JsonObject:
     """The request fields for ``reasoning=level`` on ``model``: ``thinking``, and
     ``output_config`` or ``max_tokens``; a one-line `ConfigurationError` for a model that
     would refuse them."""

@@ -16,6 +16,7 @@ from .imodel import iModel
 __all__ = ["batch_service"]
 
 
+# Any: an iModel or an endpoint; the provider's service (imodel imports this module)
 def batch_service(model: Any) -> Any:
     """The batch service of an iModel (or endpoint); a clear error for one without any.
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ConfigurationError
+from ..shapes import JsonObject
 
 __all__ = [
     "CITATIONS",
@@ -76,7 +77,7 @@ class _Numbering:
         )
 
 
-def anthropic_citations(content: list[Any]) -> list[dict[str, Any]]:
+def anthropic_citations(content: list[object]) -> list[JsonObject]:
     """The citations of a Messages API answer's ``content`` blocks; each marker goes at the
     end of the text block that cites (the answer's text is its text blocks joined)."""
     found = _Numbering()
@@ -131,7 +132,7 @@ def _url_annotations(found: _Numbering, annotations: Any, offset: int) -> None:
         )
 
 
-def responses_citations(output: list[Any]) -> list[dict[str, Any]]:
+def responses_citations(output: list[object]) -> list[JsonObject]:
     """The ``url_citation`` annotations of a Responses API answer's ``output`` items; an
     annotation's ``end_index`` counts in its own part, so the parts before it are added."""
     found = _Numbering()
@@ -149,7 +150,7 @@ def responses_citations(output: list[Any]) -> list[dict[str, Any]]:
     return found.entries
 
 
-def chat_citations(message: Any) -> list[dict[str, Any]]:
+def chat_citations(message: object) -> list[JsonObject]:
     """The ``url_citation`` annotations of a Chat Completions ``message``, where the server
     sends them."""
     found = _Numbering()

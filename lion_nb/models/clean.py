@@ -30,6 +30,7 @@ import json
 import re
 from typing import Any
 
+from ..shapes import JsonObject
 from .secrets import MASK, MIN_SCRUB, scrub_values
 
 __all__ = ["clean_data", "clean_fields", "clean_text", "loads", "whole_data", "whole_text"]
@@ -60,7 +61,8 @@ def clean_text(text: str) -> str:
     return _mask(text, scrub_values())
 
 
-def clean_data(value: Any) -> Any:
+# Any: the same shape as `value`, whatever it is
+def clean_data(value: object) -> Any:
     """``value`` with `clean_text` applied to every string in it (dict keys too); the same
     object when nothing changed. Values other than str, dict, list and tuple are kept."""
     values = scrub_values()
@@ -68,7 +70,7 @@ def clean_data(value: Any) -> Any:
 
 
 def clean_fields(
-    fields: dict[str, Any],
+    fields: JsonObject,
     skip: frozenset[str] = frozenset(),
     values: tuple[str, ...] | None = None,
 ) -> None:
@@ -95,7 +97,8 @@ def clean_fields(
             fields[name] = _walk(value, values)
 
 
-def whole_data(value: Any) -> Any:
+# Any: the same shape as `value`, whatever it is
+def whole_data(value: object) -> Any:
     """``value`` with `whole_text` applied to every string in it; the same object when
     nothing changed."""
     return _walk(value, ()) if _dirty(value, ()) else value
@@ -173,6 +176,7 @@ def _walk(value: Any, values: tuple[str, ...]) -> Any:
     return value
 
 
+# Any: any JSON value
 def loads(raw: str | bytes) -> Any:
     """``json.loads(raw)`` with every lone surrogate in the result replaced (`whole_data`).
     Only a text holding a ``\\u`` escape is walked: no other way puts one in."""

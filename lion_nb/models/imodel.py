@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
 from ..errors import ConfigurationError
+from ..shapes import JsonObject, Keywords
 from .cassettes.recording import CassetteError
 from .cassettes.scope import as_cassette, cassette_for
 from .citations import check_citations
@@ -38,7 +39,7 @@ from .endpoints import (
     endpoint_class,
     resolve_provider,
 )
-from .mapped_options import leave_out_unmapped
+from .mapped_options import join_tools, leave_out_unmapped
 from .prices import Pricer, check_price, pricer_for
 from .reasoning import check_reasoning
 from .stream import StreamChunk
@@ -99,6 +100,7 @@ class iModel:
         limit_requests: int | None = None,
         limit_tokens: int | None = None,
         concurrency_limit: int | None = None,
+        # Any: a `Cassette` or a path; a price row, dict or Pricer; `kwargs` are model options
         cassette: Any = None,
         price: Any = None,
         cache: bool = True,
@@ -168,11 +170,11 @@ class iModel:
         return self.endpoint.is_cli
 
     @property
-    def options(self) -> dict[str, Any]:
+    def options(self) -> JsonObject:
         return self.endpoint.options
 
     @property
-    def kwargs(self) -> dict[str, Any]:
+    def kwargs(self) -> Keywords:
         return self.endpoint.options
 
     @property
@@ -185,11 +187,13 @@ class iModel:
             raise AttributeError("Only CLI models have a provider session id.")
         self.endpoint.session_id = value
 
+    # Any: a `Cassette` (cassettes import this module at type level)
     @property
     def cassette(self) -> Any:
         """This model's own `Cassette` (``None``: the one in force where it is called)."""
         return self._cassette
 
+    # Any: a `Cassette`, a path or None, as `as_cassette` takes
     @cassette.setter
     def cassette(self, value: Any) -> None:
         self._cassette = as_cassette(value)
@@ -221,6 +225,7 @@ class iModel:
         merged = {**self.endpoint.options, **request.options}
         unused = self._unmapped_options(merged)
         request.options = merged
+        join_tools(request)
         tape = cassette_for(self)
         call = APICall(request=request)
         start = time.perf_counter()
@@ -306,7 +311,7 @@ class iModel:
         include_processor_config: bool = False,
         *,
         include_live: bool = False,
-    ) -> dict[str, Any]:
+    ) -> JsonObject:
         """Provider, model and endpoint settings; never a key. ``include_live`` is for
         in-process copies: it keeps live objects (functions) that cannot be saved."""
         data: dict[str, Any] = {"provider": self.provider, "model": self.model}
@@ -336,7 +341,7 @@ class iModel:
         return data
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> iModel:
+    def from_dict(cls, data: JsonObject) -> iModel:
         """Rebuild from ``to_dict`` output. Any malformed field is a `ConfigurationError`
         naming it (see `lion_nb.untrusted`); ``data`` is left unchanged."""
         from ..untrusted import check_depth, loading, short_repr

@@ -17,6 +17,8 @@ import re
 import struct
 from typing import Any
 
+from ..shapes import JsonObject
+
 __all__ = [
     "BLOB_PREFIX",
     "IMAGE_TYPES",
@@ -126,7 +128,7 @@ def data_url(data: bytes, media_type: str | None = None) -> str:
     return f"data:{kind};base64," + base64.b64encode(data).decode("ascii")
 
 
-def read_data_url(url: Any) -> tuple[str, bytes] | None:
+def read_data_url(url: object) -> tuple[str, bytes] | None:
     """``(media type, bytes)`` of a base64 ``data:`` URL, or None for anything else."""
     if not isinstance(url, str) or not url.startswith("data:"):
         return None
@@ -140,7 +142,7 @@ def read_data_url(url: Any) -> tuple[str, bytes] | None:
     return (found.group(1) or sniff(data) or "application/octet-stream"), data
 
 
-def describe_image(url: Any) -> str:
+def describe_image(url: object) -> str:
     """One sentence about an image given by URL: ``an image of 640×480 pixels (PNG)`` (no byte
     count: it changes with the encoder's version, and the sentence is what offline answers and
     saved notebooks show)."""
@@ -157,7 +159,7 @@ def describe_image(url: Any) -> str:
 
 def file_part(
     name: str, data: bytes, media_type: str | None = None, path: str | None = None
-) -> dict[str, Any]:
+) -> JsonObject:
     """A file as a request part (OpenAI's ``file`` part: a name and a ``data:`` URL); the
     path it came from, when known, is kept for the CLI agents."""
     part: dict[str, Any] = {"filename": name, "file_data": data_url(data, media_type)}
@@ -166,7 +168,7 @@ def file_part(
     return {"type": "file", "file": part}
 
 
-def describe_file(part: Any) -> str:
+def describe_file(part: object) -> str:
     """One sentence about a file part: ``a PDF of 3 pages (report.pdf)``."""
     info = part.get("file") if isinstance(part, dict) else None
     info = info if isinstance(info, dict) else {}
@@ -182,7 +184,7 @@ def describe_file(part: Any) -> str:
     return f"a file of type {kind} ({name})"
 
 
-def text_only(messages: list[dict[str, Any]], why: str) -> list[dict[str, Any]]:
+def text_only(messages: list[JsonObject], why: str) -> list[JsonObject]:
     """``messages`` with every image and file part replaced by a text part describing it,
     followed by ``why`` (a model that cannot read them still learns what was there).
     Returns the list itself when nothing needed replacing."""

@@ -24,6 +24,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import ConfigurationError
+from ..shapes import JsonMapping
 
 __all__ = [
     "BATCH_DISCOUNT",
@@ -109,6 +110,7 @@ class Pricer:
         label: str,
         *,
         discount: float = 1.0,
+        # Any: a price table in any form `check_price` takes, or None
         table: Any = None,
     ):
         self.rates = rates
@@ -131,7 +133,7 @@ class Pricer:
             table=self._table,
         )
 
-    def cost(self, usage: Mapping[str, Any] | None) -> float | None:
+    def cost(self, usage: JsonMapping | None) -> float | None:
         if self.source == "unpriced":
             return None
         if self.source == "free" or not usage:
@@ -179,7 +181,7 @@ class Pricer:
 FREE = Pricer(Rates(0.0, 0.0, 0.0, 0.0), "free", "free")
 
 
-def check_price(price: Any) -> Rates | None:
+def check_price(price: object) -> Rates | None:
     """``price=`` as `Rates` (``0`` for free gives zero rates; ``None`` stays ``None``)."""
     if price is None:
         return None
@@ -217,6 +219,7 @@ def is_local_address(url: str | None) -> bool:
     return address.is_loopback or address.is_private or address.is_unspecified
 
 
+# Any: any endpoint; only its provider and model are read
 def pricer_for(provider: str, endpoint: Any, price: Rates | None) -> Pricer:
     """The `Pricer` of a model (see the module docstring for the order of the rules)."""
     model = getattr(endpoint, "model", "") or ""

@@ -18,21 +18,59 @@ thinking budget Claude's ``enabled`` form is sent with for that level (1024, 204
 16384 tokens); adaptive thinking with no level is allowed the ``high`` one. OpenAI's effort
 levels have no fixed bound, so the same allowances stand for them; a call that sets
 ``max_tokens`` is bounded by it instead, since both APIs count thinking inside that limit.
+
+OpenAI's reasoning models (`openai_reasoning_model`: the o-series and GPT-5 families) refuse
+``max_tokens`` on Chat Completions and take ``max_completion_tokens`` (thinking included), so
+that endpoint sends the limit -- the caller's or the one a budget gave the call -- under that
+name to them. OpenAI's models that do not reason (GPT-4o, GPT-4.1, GPT-3.5, the GPT-5 chat
+models) refuse an effort level, so `check_openai_effort` refuses it first, in one line.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import re
 
 from ..errors import ConfigurationError
+from ..shapes import JsonObject
 from .anthropic_thinking import BUDGETS
 
-__all__ = ["LEVELS", "RECORD", "check_reasoning", "thinking_allowance"]
+__all__ = [
+    "LEVELS",
+    "RECORD",
+    "check_openai_effort",
+    "check_reasoning",
+    "openai_reasoning_model",
+    "thinking_allowance",
+]
 
 #: the levels ``reasoning=`` takes
 LEVELS = ("minimal", "low", "medium", "high")
 #: the metadata key (of an answer, then of its message) holding the provider's reasoning items
 RECORD = "reasoning_record"
+#: OpenAI's reasoning model names: o1, o3, o4-mini, gpt-5, gpt-5.2, gpt-5-mini, ... (dated
+#: snapshots included); ``gpt-5-chat-latest``, the chat model of the family, does not reason
+_OPENAI_REASONING = re.compile(r"(o\d+|gpt-5(\.\d+)?)(-(?!chat)[\w.-]+)?")
+
+
+#: OpenAI's model names that take no effort level (new names are left to the API to judge)
+_OPENAI_NOT_REASONING = re.compile(r"(gpt-4|gpt-3\.5|chatgpt-|gpt-5(\.\d+)?-chat)[\w.-]*")
+
+
+def check_openai_effort(model: str, level: str | None) -> None:
+    """A one-line `ConfigurationError` for an effort level sent to one of OpenAI's models
+    that do not reason (by name, as OpenAI spells it), before any request."""
+    if level is not None and _OPENAI_NOT_REASONING.fullmatch(model):
+        raise ConfigurationError(
+            f"`reasoning={level!r}`: `{model}` does not reason, so it takes no effort level; "
+            "use one of OpenAI's reasoning models (o3, o4-mini, gpt-5.x) or leave `reasoning=` "
+            "unset."
+        )
+
+
+def openai_reasoning_model(model: str) -> bool:
+    """Whether ``model`` is one of OpenAI's reasoning models, by name as OpenAI spells it (a
+    routed name such as ``openai/o3`` belongs to a router with its own rules)."""
+    return bool(_OPENAI_REASONING.fullmatch(model))
 
 
 def check_reasoning(value: object) -> str | None:
@@ -44,7 +82,7 @@ def check_reasoning(value: object) -> str | None:
     )
 
 
-def thinking_allowance(options: dict[str, Any]) -> int:
+def thinking_allowance(options: JsonObject) -> int:
     """The output tokens a call's thinking may take, from its options (``thinking=`` first,
     then ``reasoning=``); 0 for a call that does not think (see the module docstring)."""
     thinking = options.get("thinking")

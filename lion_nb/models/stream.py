@@ -72,7 +72,7 @@ def _list_adapter() -> TypeAdapter[list[StreamChunk]]:
     return TypeAdapter(list[StreamChunk])
 
 
-def validate_chunks(data: Any) -> list[StreamChunk]:
+def validate_chunks(data: object) -> list[StreamChunk]:
     """``data`` (a list of chunk objects as JSON) as chunks, checked in one validator call.
 
     Raises `pydantic.ValidationError`, whose locations start with the index in ``data``."""

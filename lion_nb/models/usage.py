@@ -20,6 +20,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ..shapes import JsonObject
+
 __all__ = [
     "MAX_TOKENS",
     "USAGE_KEYS",
@@ -48,7 +50,7 @@ USAGE_KEYS = (
 MAX_TOKENS = 2**53
 
 
-def token_count(name: str, value: Any) -> int:
+def token_count(name: str, value: object) -> int:
     """A usage count as an int (``None``: 0); ``ValueError`` naming it when it is not a
     number from 0 to `MAX_TOKENS` (NaN and infinities are not)."""
     if value is None:
@@ -62,7 +64,7 @@ def token_count(name: str, value: Any) -> int:
     return int(value)
 
 
-def finite_usd(usd: Any) -> float | None:
+def finite_usd(usd: object) -> float | None:
     """A reported price as dollars when it is a finite number >= 0, else ``None``."""
     if isinstance(usd, (int, float)) and not isinstance(usd, bool):
         try:
@@ -82,8 +84,8 @@ def usage_dict(
     cache_write: int = 0,
     reasoning: int = 0,
     total: int | None = None,
-    raw: Any = None,
-) -> dict[str, Any]:
+    raw: object = None,
+) -> JsonObject:
     """The normalized usage (see the module docstring) from counts already checked."""
     return {
         "input_tokens": input_tokens,
@@ -101,7 +103,7 @@ def _details(raw: dict[str, Any], name: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def openai_usage(raw: Any) -> dict[str, Any]:
+def openai_usage(raw: object) -> JsonObject:
     """An OpenAI chat completion's ``usage``: cached input in
     ``prompt_tokens_details.cached_tokens``, reasoning in
     ``completion_tokens_details.reasoning_tokens``. Empty without usage."""
@@ -130,7 +132,7 @@ def openai_usage(raw: Any) -> dict[str, Any]:
     )
 
 
-def responses_usage(raw: Any) -> dict[str, Any]:
+def responses_usage(raw: object) -> JsonObject:
     """An OpenAI Responses API ``usage``: ``input_tokens`` includes
     ``input_tokens_details.cached_tokens`` (and ``cache_write_tokens``), ``output_tokens``
     includes ``output_tokens_details.reasoning_tokens``. Empty without usage."""
@@ -151,7 +153,7 @@ def responses_usage(raw: Any) -> dict[str, Any]:
     )
 
 
-def anthropic_usage(raw: Any) -> dict[str, Any]:
+def anthropic_usage(raw: object) -> JsonObject:
     """A Messages API ``usage``: its ``input_tokens`` excludes the cached parts, so
     ``cache_read_input_tokens`` and ``cache_creation_input_tokens`` are added back."""
     if not raw:
@@ -170,7 +172,8 @@ def anthropic_usage(raw: Any) -> dict[str, Any]:
     )
 
 
-def estimated_usage(messages: list[dict[str, Any]], tools: Any, response: Any) -> dict[str, Any]:
+# Any: a call's tools in any form and the endpoint's answer object
+def estimated_usage(messages: list[JsonObject], tools: Any, response: Any) -> JsonObject:
     """An estimate of a call's usage from its request and answer, marked as estimated."""
     from ..tokens import estimate_message_tokens, estimate_tokens
 
@@ -183,6 +186,7 @@ def estimated_usage(messages: list[dict[str, Any]], tools: Any, response: Any) -
     return usage
 
 
+# Any: a `ChatRequest` or `CLIRequest` and the endpoint's answer object
 def ensure_usage(request: Any, response: Any) -> None:
     """Give ``response`` an estimated usage when the server reported none. An answer cut
     off by ``max_tokens`` used all of them, whatever its text counts."""

@@ -40,6 +40,8 @@ from .cell.runner import run_sync
 
 if TYPE_CHECKING:
     from .cell.cell_context import CellContext
+    from .commands.command_context import CommandContext
+    from .state.persistence import NotebookPersistence
 
 __all__ = ["ENV", "LionMagics"]
 
@@ -271,6 +273,28 @@ class LionMagics(Magics):
             keep_session_budget=self.keep_session_budget,
         )
 
+    def command_context(self) -> CommandContext:
+        """What one ``%lion`` line reads and changes (`CommandContext`), made as it starts."""
+        from .commands.command_context import CommandContext, Settings
+
+        return CommandContext(
+            shell=self.shell,
+            notebook_state=lambda: self.state,
+            settings=Settings(self, self.env_vars),
+            cell_context=self.cell_context,
+            persistence=self._persistence,
+            parse_turn=self.parse_turn,
+            turn=self.turn,
+            start_background=self.start_background,
+        )
+
+    def _persistence(self) -> NotebookPersistence:
+        """The installed autosave of this magics' shell, else one made for it (not installed)."""
+        from .state.persistence import NotebookPersistence, installed
+
+        found = installed()
+        return found if found is not None and found.magics is self else NotebookPersistence(self)
+
     @property
     def state(self) -> Any:
         from .state.session import notebook_state
@@ -380,14 +404,14 @@ class LionMagics(Magics):
         """Run ``%lion`` from synchronous code (``ask`` / ``explain`` through `run_sync`)."""
         from .commands import dispatch
 
-        return dispatch(self, line, assigned=assigned)
+        return dispatch(self.command_context(), line, assigned=assigned)
 
     async def run_line_async(self, line: str, *, assigned: bool = True) -> Any:
         """Run ``%lion`` from an awaited line. Unassigned, ``ask`` / ``explain`` make their
         answer the cell's value and return ``None``."""
         from .commands import dispatch_async
 
-        return await dispatch_async(self, line, assigned=assigned)
+        return await dispatch_async(self.command_context(), line, assigned=assigned)
 
 
 def _scrubbed(opts: TurnOptions, body: str) -> tuple[TurnOptions, str]:

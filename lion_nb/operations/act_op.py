@@ -88,6 +88,7 @@ def _arguments(value: Any, name: str) -> dict[str, Any]:
     return dict(value)
 
 
+# Any: any form the module docstring lists (a request, a dict, a tool call)
 def to_action_request(item: Any, branch: Branch | None = None) -> ActionRequest:
     """One request in any accepted form (see the module docstring) as an `ActionRequest`."""
     if isinstance(item, ActionRequest):
@@ -126,6 +127,7 @@ def _as_list(action_request: Any) -> list[Any]:
     return [action_request]
 
 
+# Any: one request or a list, each in any form `to_action_request` takes
 async def act(branch: Branch, action_request: Any, param: ActionParam) -> list[ActionResponse]:
     """Run the requested tools and record requests and responses (see the module docstring)."""
     requests = [to_action_request(item, branch) for item in _as_list(action_request)]

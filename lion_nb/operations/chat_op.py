@@ -23,6 +23,7 @@ from ..models.endpoints import ChatRequest
 from ..protocols.messages import AssistantResponse, Instruction
 from ..runtime.budget import check_budgets, note_usage
 from ..runtime.ledger import record_call
+from ..shapes import JsonObject
 from .early_end import Received, bill_partial
 from .types import ChatParam
 
@@ -43,7 +44,8 @@ def _schema_of(model: type[BaseModel]) -> dict[str, Any]:
     return model.model_json_schema()
 
 
-def response_format_spec(response_format: Any) -> dict[str, Any] | None:
+# Any: a pydantic model class or instance, a JSON schema, or None
+def response_format_spec(response_format: Any) -> JsonObject | None:
     """``{"name", "schema"}`` for a pydantic model class or instance, or a JSON schema."""
     if response_format is None:
         return None
@@ -80,6 +82,7 @@ def _plain(value: Any) -> bool:
     return value is None or isinstance(value, (str, int, float, bool))
 
 
+# Any: an instruction is any value: text, an `Instruction`, or data rendered into one
 def make_instruction(branch: Branch, instruction: Any, param: ChatParam) -> Instruction:
     """The Instruction message for this turn (an Instruction passed in is used as is)."""
     if isinstance(instruction, Instruction):
@@ -148,6 +151,8 @@ def _as_openai_tools(schemas: list[dict[str, Any]] | None) -> list[dict[str, Any
     for schema in schemas:
         if schema.get("type") == "function" and "function" in schema:
             out.append(schema)
+        elif isinstance(schema.get("type"), str) and schema["type"] != "function":
+            out.append(schema)  # a provider's own tool (web search): sent as it is
         else:
             out.append({"type": "function", "function": schema})
     return out
@@ -156,6 +161,7 @@ def _as_openai_tools(schemas: list[dict[str, Any]] | None) -> list[dict[str, Any
 @overload
 async def chat(
     branch: Branch,
+    # Any: an instruction is any value: text, an `Instruction`, or data rendered into one
     instruction: Any,  # a str, an Instruction, or the parts `make_instruction` takes
     chat_param: ChatParam,
     return_ins_res_message: Literal[False] = False,
@@ -165,6 +171,7 @@ async def chat(
 @overload
 async def chat(
     branch: Branch,
+    # Any: an instruction is any value: text, an `Instruction`, or data rendered into one
     instruction: Any,  # a str, an Instruction, or the parts `make_instruction` takes
     chat_param: ChatParam,
     return_ins_res_message: Literal[True],
@@ -173,6 +180,7 @@ async def chat(
 
 async def chat(
     branch: Branch,
+    # Any: an instruction is any value: text, an `Instruction`, or data rendered into one
     instruction: Any,  # a str, an Instruction, or the parts `make_instruction` takes
     chat_param: ChatParam,
     return_ins_res_message: bool = False,

@@ -45,6 +45,7 @@ def clamp_parse_retries(value: int) -> int:
 
 async def communicate(
     branch: Branch,
+    # Any: any instruction value; the fields' types; the result is text or the parsed value
     instruction: Any,
     chat_param: ChatParam,
     parse_param: ParseParam | None = None,

@@ -37,9 +37,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..models.endpoints.base import current_sink, streaming_to
+from ..shapes import JsonObject
 
 if TYPE_CHECKING:
+    from ..models.imodel import iModel
     from ..protocols.messages import AssistantResponse
+    from ..runtime.budget import BudgetedRequest
+    from ..session.branch import Branch
 
 __all__ = [
     "INCOMPLETE",
@@ -113,14 +117,14 @@ def reason_for(exc: BaseException) -> str:
     return str(message)[:300]
 
 
-def mark_incomplete(metadata: dict[str, Any], reason: str) -> dict[str, Any]:
+def mark_incomplete(metadata: JsonObject, reason: str) -> JsonObject:
     """``metadata`` marked as an answer that was cut short for ``reason`` (changed in place)."""
     metadata[INCOMPLETE] = True
     metadata[REASON] = reason
     return metadata
 
 
-def is_incomplete(message: Any) -> bool:
+def is_incomplete(message: object) -> bool:
     """Whether ``message`` is an assistant answer that was cut short."""
     metadata = getattr(message, "metadata", None)
     return isinstance(metadata, dict) and metadata.get(INCOMPLETE) is True
@@ -131,12 +135,12 @@ _BILLED = "lion_billed"
 
 
 def bill_partial(
-    branch: Any,
-    imodel: Any,
-    request: Any,
+    branch: Branch,
+    imodel: iModel,
+    request: BudgetedRequest,
     text: str,
     exc: BaseException,
-    reported: dict[str, Any] | None = None,
+    reported: JsonObject | None = None,
 ) -> None:
     """Record a call that ended early after ``text`` arrived, with an estimated usage, and
     note it on ``exc`` (`billed`) so that the kept answer carries the same figures.
@@ -163,17 +167,17 @@ def bill_partial(
         pass
 
 
-def billed(exc: BaseException | None) -> tuple[str, dict[str, Any], float | None] | None:
+def billed(exc: BaseException | None) -> tuple[str, JsonObject, float | None] | None:
     """``(text, usage, usd)`` of the billed call that ``exc`` ended (`bill_partial`)."""
     return getattr(exc, _BILLED, None) if exc is not None else None
 
 
 def partial_answer(
-    branch: Any,
-    imodel: Any,
+    branch: Branch,
+    imodel: iModel,
     text: str,
     reason: str,
-    bill: tuple[str, dict[str, Any], float | None] | None = None,
+    bill: tuple[str, JsonObject, float | None] | None = None,
 ) -> AssistantResponse:
     """The assistant message for ``text`` that arrived before the turn ended early; ``bill``
     is its call's `billed` figures."""

@@ -111,6 +111,7 @@ class FlowResult:
     def ok(self) -> bool:
         return all(o.status == "completed" for o in self.outcomes.values())
 
+    # Any: each node's result, of its operation's own type
     @property
     def results(self) -> dict[str, Any]:
         """``{label: result}`` of the completed nodes."""
@@ -169,8 +170,8 @@ class Flow:
         *,
         depends_on: Iterable[NodeRef] = (),
         name: str | None = None,
-        branch: Any = None,
-        **parameters: Any,
+        branch: Any = None,  # Any: a Branch, its id or name (`Operation.branch_id` reads it)
+        **parameters: Any,  # Any: the operation's own keywords, each of its own type
     ) -> Operation:
         """Shorthand: build an `Operation` from a name and keyword parameters and add it."""
         node = Operation(operation=operation, parameters=parameters, name=name, branch_id=branch)

@@ -26,6 +26,7 @@ class OperationManager:
     def __init__(self) -> None:
         self.registry: dict[str, Callable[..., Any]] = {}
 
+    # Any: an operation's own keywords and result
     def register(self, operation: str, func: Callable[..., Any], update: bool = False) -> None:
         if not isinstance(operation, str) or not operation:
             raise ValueError("An operation needs a non-empty string name.")
@@ -40,6 +41,7 @@ class OperationManager:
             )
         self.registry[operation] = func
 
+    # Any: an operation's own keywords and result
     def get(self, operation: str) -> Callable[..., Any] | None:
         return self.registry.get(operation)
 

@@ -27,6 +27,7 @@ from pydantic import Field, field_validator
 
 from ..errors import OperationError
 from ..protocols.element import Element
+from ..shapes import Keywords
 
 if TYPE_CHECKING:
     from ..session.branch import Branch
@@ -58,6 +59,7 @@ BranchOperations = Literal[
 ]
 
 
+# Any: an operation's own keywords and result
 def resolve_operation(branch: Branch, operation: str) -> Callable[..., Any] | None:
     """What runs ``operation`` on ``branch`` given keyword arguments only, or ``None``.
 
@@ -87,7 +89,8 @@ def unknown_operation_hint(branch: Branch, operation: str) -> str:
     )
 
 
-async def call_operation(func: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
+# Any: an operation's own keywords and result
+async def call_operation(func: Callable[..., Any], kwargs: Keywords) -> Any:
     """Call a resolved operation and settle its outcome to one value."""
     outcome = func(**kwargs)
     if inspect.isasyncgen(outcome):
@@ -163,7 +166,8 @@ class Operation(Element):
             )
         return await call_operation(func, parameters)
 
-    async def invoke(self, branch: Branch, *, parameters: dict[str, Any] | None = None) -> Any:
+    # Any: the operation's result, of its own type
+    async def invoke(self, branch: Branch, *, parameters: Keywords | None = None) -> Any:
         """Run on ``branch``, record the outcome and return the result (or re-raise).
         ``parameters`` replaces the node's own for this call only (a flow passes upstream
         results this way without editing the node)."""

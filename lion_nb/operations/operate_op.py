@@ -2,7 +2,10 @@
 
 The coordinator, in order:
 
-1. Tools given are registered on the branch (the same function again is not an error).
+1. Tools given are registered on the branch (the same function again is not an error). A
+   provider's own tool, given as its dict (``{"type": "web_search"}`` on the Responses API,
+   ``{"type": "web_search_20250305", "name": "web_search"}`` on Anthropic's), is not
+   registered: it is offered as it is, beside the functions, and the provider runs it.
 2. The response schema is built: ``response_format`` (a pydantic model or a JSON schema)
    and/or ``request_fields``; with actions on, an ``action_requests`` field is added (for a
    model: a subclass, so the answer is still an instance of the caller's class, with
@@ -207,6 +210,8 @@ def _register(branch: Branch, tools: Any) -> Any:
     items = list(tools) if isinstance(tools, (list, tuple, set)) else [tools]
     names: list[str] = []
     for item in items:
+        if hosted_tool(item):
+            continue  # the provider's own (`_hosted`)
         if isinstance(item, str):
             names.append(item)
             continue
@@ -217,6 +222,19 @@ def _register(branch: Branch, tools: Any) -> Any:
             existing = branch.acts.register_tool(item)  # a different tool of that name raises
         names.append(existing.name)
     return names
+
+
+def hosted_tool(item: object) -> bool:
+    """Whether ``item`` is a provider's own tool: a dict whose ``type`` is not ``function``."""
+    return (
+        isinstance(item, dict) and isinstance(item.get("type"), str) and item["type"] != "function"
+    )
+
+
+def _hosted(tools: Any) -> list[dict[str, Any]]:
+    """The provider's own tools among ``tools``, as given."""
+    items = tools if isinstance(tools, (list, tuple)) else [tools]
+    return [dict(item) for item in items if hosted_tool(item)]
 
 
 def _new_messages(branch: Branch, mark: Any) -> list[Any]:
@@ -288,6 +306,7 @@ def _assemble(answer: Any, requests: list[ActionRequest], responses: list[Any]) 
 async def operate(
     branch: Branch,
     *,
+    # Any: any instruction value; tools as `ActionManager` takes; text, model or dict result
     instruction: Any = None,
     chat_param: ChatParam,
     parse_param: ParseParam | None = None,
@@ -312,8 +331,10 @@ async def operate(
     }
     if actions:
         offer = _register(branch, tools)
-        if not imodel.is_cli and len(branch.acts):
-            changes["tool_schemas"] = branch.acts.get_tool_schema(offer) or None
+        hosted = _hosted(tools)
+        if not imodel.is_cli and (len(branch.acts) or hosted):
+            schemas = branch.acts.get_tool_schema(offer) if len(branch.acts) else []
+            changes["tool_schemas"] = [*schemas, *hosted] or None
     chat_param = chat_param.with_(**changes)
     mid_parse: ParseParam | None = None
     if target is not None:

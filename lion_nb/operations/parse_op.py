@@ -30,6 +30,7 @@ from pydantic import BaseModel, ValidationError
 
 from .._sentinel import Undefined
 from ..errors import ParseError
+from ..shapes import JsonObject
 from .types import ParseParam
 
 if TYPE_CHECKING:
@@ -58,7 +59,8 @@ _PARSE_SYSTEM = (
 
 
 # -- finding JSON -------------------------------------------------------------------------------
-def extract_json(text: Any) -> Any | None:
+# Any: any JSON value
+def extract_json(text: object) -> Any | None:
     """The first JSON value found in ``text`` (see the module docstring), or ``None``."""
     if isinstance(text, (dict, list)):
         return text
@@ -256,13 +258,13 @@ def _norm(key: str) -> str:
 
 
 def fuzzy_validate_mapping(
-    data: dict[str, Any],
+    data: JsonObject,
     keys: list[str],
     *,
     similarity_threshold: float = 0.85,
-    fill_value: Any = Undefined,
+    fill_value: object = Undefined,
     drop_undefined: bool = False,
-) -> dict[str, Any]:
+) -> JsonObject:
     """``data`` re-keyed to ``keys``: exact, then case/separator-insensitive, then similar
     keys match (each key of ``data`` is used once). Keys of ``data`` that match nothing are
     dropped; a wanted key with no match gets ``fill_value``, or is left out when
@@ -424,7 +426,8 @@ async def _ask_parse_model(
     return call.response.text, raw
 
 
-async def parse_with_details(branch: Branch, text: Any, param: ParseParam) -> tuple[Any, Any]:
+# Any: the parsed value (a model, a dict, a list) and the raw response
+async def parse_with_details(branch: Branch, text: object, param: ParseParam) -> tuple[Any, Any]:
     """`parse`, also returning the parse model's raw response when one was used (else
     ``None``)."""
     target = param.response_format
@@ -469,7 +472,8 @@ async def parse_with_details(branch: Branch, text: Any, param: ParseParam) -> tu
     )
 
 
-async def parse(branch: Branch, text: Any, param: ParseParam) -> Any:
+# Any: the parsed value: a model instance, a dict or a list
+async def parse(branch: Branch, text: object, param: ParseParam) -> Any:
     """``text`` as ``param.response_format`` (see the module docstring). Without a format,
     the JSON found in the text."""
     value, _ = await parse_with_details(branch, text, param)

@@ -61,7 +61,7 @@ class ReActAnalysis(BaseModel):
     )
 
 
-def extension_bound(max_extensions: Any) -> int:
+def extension_bound(max_extensions: Any) -> int:  # Any: the caller's, checked by int()
     """``max_extensions`` as a bound: None/0/negative -> 0, above 100 -> 100 with a warning."""
     if max_extensions is None:
         return 0
@@ -112,6 +112,7 @@ def _tool_only(result: Any) -> bool:
 
 async def ReActStream(
     branch: Branch,
+    # Any: instruction, tools, format and model as `operate` takes them; its keywords passed on
     instruct: Any,
     *,
     tools: Any = None,
@@ -198,6 +199,7 @@ def _summary(value: Any) -> str:
 
 async def ReAct(
     branch: Branch,
+    # Any: instruction, tools, format and model as `operate` takes them; its keywords passed on
     instruct: Any,
     *,
     tools: Any = None,

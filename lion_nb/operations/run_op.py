@@ -132,7 +132,10 @@ CLI_PROVIDERS = ("claude_code", "codex", "gemini_cli", "offline_cli")
 
 # -- the stream ----------------------------------------------------------------------------------
 async def run(
-    branch: Branch, instruction: Any, param: RunParam
+    # Any: an instruction is any value: text, an `Instruction`, or data rendered into one
+    branch: Branch,
+    instruction: Any,
+    param: RunParam,
 ) -> AsyncGenerator[RoledMessage, None]:
     """Stream one CLI agent turn on ``branch``, recording each message before yielding it.
     See the module docstring for the exact contract."""
@@ -554,6 +557,7 @@ def _write_json_atomically(path: Path, data: dict[str, Any]) -> None:
 # -- collection ----------------------------------------------------------------------------------
 async def run_and_collect(
     branch: Branch,
+    # Any: an instruction is any value; the answer text, or the verb's own result
     instruction: Any,
     chat_param: ChatParam,
     parse_param: ParseParam | None = None,

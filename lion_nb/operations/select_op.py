@@ -82,6 +82,7 @@ def _prompt(instruct: Any) -> dict[str, Any]:
 
 async def select(
     branch: Branch,
+    # Any: any instruction value and choices (names, an Enum, a dict); keywords passed on
     instruct: Any,
     choices: Any,
     max_num_selections: int = 1,

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel
 
+from ..shapes import Keywords
+
 if TYPE_CHECKING:
     from ..models.imodel import iModel
     from ..protocols.messages import Instruction
@@ -45,10 +47,11 @@ def default_persist_dir() -> Path:
 class MorphParam:
     """Base of the operation params: immutable, keyword-built, with a ``with_`` copier."""
 
+    # Any: the parameters' own types; a copy of this parameter object's class
     def with_(self, **changes: Any) -> Any:
         return dataclasses.replace(self, **changes)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> Keywords:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
 
@@ -112,6 +115,7 @@ class Middle(Protocol):
     async def __call__(
         self,
         branch: Branch,
+        # Any: any instruction value; the middle's own result
         instruction: Any | Instruction,
         chat_param: ChatParam,
         parse_param: ParseParam | None = None,

@@ -53,6 +53,7 @@ class Verb:
     #: the model's own options (``reasoning=``) reach the model's request
     takes_model_options: bool = True
 
+    # Any: any instruction value; the verb's keywords passed on and its own result
     async def call(self, branch: Branch, instruction: Any, **kwargs: Any) -> Any:
         """Run this verb on ``branch`` with ``instruction`` and ``kwargs``; its answer."""
         method = getattr(branch, self.name)
@@ -106,6 +107,7 @@ def default_verb(model: iModel, *, tools: bool = False) -> str:
     return "operate" if tools else "communicate"
 
 
+# Any: any instruction value; the verb's keywords passed on and its own result
 async def call_verb(branch: Branch, name: str, instruction: Any, **kwargs: Any) -> Any:
     """Run verb ``name`` -- or the operation registered under it -- on ``branch``; a
     `ValueError` saying how to fix an unknown name."""

@@ -46,6 +46,7 @@ from pydantic.fields import FieldInfo
 
 from .._callables import is_async_callable
 from ..errors import ItemExistsError, ItemNotFoundError
+from ..shapes import JsonObject
 from ._docstrings import docstring_of, first_paragraph, param_docs
 from .jsonsafe import text_of
 from .messages import ActionRequest, ActionResponse
@@ -87,6 +88,7 @@ class Tool:
 
     def __init__(
         self,
+        # Any: a function's own parameters and result; `approve` is any policy `check_policy` takes
         func_callable: Callable[..., Any] | type[BaseModel],
         *,
         name: str | None = None,
@@ -199,14 +201,14 @@ class Tool:
         return self.name
 
     @property
-    def tool_schema(self) -> dict[str, Any]:
+    def tool_schema(self) -> JsonObject:
         return self.schema
 
     def __repr__(self) -> str:
         return f"Tool(name={self.name!r})"
 
     # -- calling ---------------------------------------------------------------------------------
-    def json_object(self, arguments: dict[str, Any] | str | None) -> dict[str, Any]:
+    def json_object(self, arguments: JsonObject | str | None) -> JsonObject:
         """The arguments as a dict (``None`` is none, a string is parsed as JSON);
         ``ValueError`` when they are not a JSON object."""
         if arguments is None:
@@ -223,7 +225,7 @@ class Tool:
             )
         return arguments
 
-    def validate(self, arguments: dict[str, Any] | str | None) -> BaseModel:
+    def validate(self, arguments: JsonObject | str | None) -> BaseModel:
         """The arguments checked and coerced; ``ValueError`` naming each bad argument."""
         arguments = self.json_object(arguments)
         try:
@@ -231,7 +233,8 @@ class Tool:
         except ValidationError as exc:
             raise ValueError(self._explain(exc)) from None
 
-    async def call(self, arguments: dict[str, Any] | str | None = None) -> Any:
+    # Any: whatever the tool's function returns (a model tool: its instance)
+    async def call(self, arguments: JsonObject | str | None = None) -> Any:
         """Validate ``arguments`` and run the tool; a model tool returns its validated instance."""
         values = self.validate(arguments)
         if self._is_model:
@@ -275,6 +278,7 @@ class Tool:
 class ActionManager:
     """A branch's tools by name: register, describe to a model, invoke."""
 
+    # Any: tools in any form `register_tools` takes; `approve` any policy `check_policy` takes
     def __init__(self, tools: Any = None, approve: Any = None):
         from .approval import check_policy
 
@@ -288,10 +292,12 @@ class ActionManager:
         if tools:
             self.register_tools(tools)
 
+    # Any: a `Tool`, a function or a pydantic model class
     def register_tool(self, tool: Any, update: bool = False) -> Tool:
         """Add one tool (a `Tool`, a function or a pydantic model class)."""
         return self.register_tools([tool], update=update)[0]
 
+    # Any: one tool or an iterable of them, each as `register_tool` takes
     def register_tools(self, tools: Any, update: bool = False) -> list[Tool]:
         """Add several tools at once; nothing is added if any of them is a duplicate."""
         single = isinstance(tools, Tool) or callable(tools) or not _iterable(tools)
@@ -308,10 +314,12 @@ class ActionManager:
             self.registry[tool.name] = tool
         return built
 
+    # Any: a name, a `Tool` or the function itself
     def remove_tool(self, tool: Any) -> Tool:
         """Remove a tool by name (or the tool or function itself) and return it."""
         return self.registry.pop(self._lookup(tool).name)
 
+    # Any: a name, a `Tool` or the function itself
     def get_tool(self, tool: Any) -> Tool:
         return self._lookup(tool)
 
@@ -341,10 +349,11 @@ class ActionManager:
         return f"ActionManager(tools={list(self.registry)})"
 
     @property
-    def schema_list(self) -> list[dict[str, Any]]:
+    def schema_list(self) -> list[JsonObject]:
         return [tool.schema for tool in self.registry.values()]
 
-    def get_tool_schema(self, tools: Any = True) -> list[dict[str, Any]]:
+    # Any: True, a name, a tool, or a list of them
+    def get_tool_schema(self, tools: Any = True) -> list[JsonObject]:
         """Schemas to offer a model: ``True`` for all, or a name, a tool, or a list of them."""
         if tools is True:
             return self.schema_list
@@ -358,7 +367,7 @@ class ActionManager:
             chosen.setdefault(tool.name, tool.schema)
         return list(chosen.values())
 
-    async def invoke(self, request: ActionRequest | dict[str, Any]) -> ActionResponse:
+    async def invoke(self, request: ActionRequest | JsonObject) -> ActionResponse:
         """Run the requested tool. Any failure is the response's output, never raised."""
         if isinstance(request, dict):
             request = ActionRequest.model_validate(request)

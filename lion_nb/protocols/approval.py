@@ -32,6 +32,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..shapes import JsonObject
+
 __all__ = [
     "ALWAYS",
     "NOBODY",
@@ -51,6 +53,7 @@ ALWAYS = "always"
 #: what an asker returns when nobody could see the question (no front end showed it)
 NOBODY = "nobody"
 
+# Any: an asker answers True, False, `ALWAYS` or a reason text, read by `decide`
 Asker = Callable[["Ask"], Awaitable[Any]]
 _ASKER: contextvars.ContextVar[Asker | None] = contextvars.ContextVar("lion_nb_asker", default=None)
 
@@ -83,7 +86,8 @@ class Edited:
     arguments: dict[str, Any]
 
 
-def check_policy(value: Any, where: str = "approve") -> Any:
+# Any: the policy as given: None, a bool, "ask" or a callable
+def check_policy(value: object, where: str = "approve") -> Any:
     """``value`` if it is a valid policy; a `TypeError` naming ``where`` and the forms if not."""
     if value is None or isinstance(value, bool) or value == "ask" or callable(value):
         return value
@@ -114,8 +118,9 @@ def current_asker() -> Asker | None:
 
 
 async def decide(
+    # Any: `tool` is a `Tool` or a stand-in; `default` and `remember` take any policy
     tool: Any,
-    arguments: dict[str, Any],
+    arguments: JsonObject,
     default: Any,
     ask: Ask,
     remember: Callable[[Any], None] | None = None,

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 from pydantic import BaseModel, create_model
 
 from ..errors import ConfigurationError
+from ..shapes import JsonMapping, JsonObject
 from .messages import AssistantResponse, MessageRole, System
 from .signals import CapabilityViolation, EmissionRejected, Signal, StructuredOutput
 
@@ -85,7 +86,7 @@ class CapabilityGrant:
     )
 
     @classmethod
-    def from_operable(cls, operable: type[BaseModel] | Mapping[str, Any]) -> CapabilityGrant:
+    def from_operable(cls, operable: type[BaseModel] | JsonMapping) -> CapabilityGrant:
         """A grant from a pydantic model class (its fields) or a mapping of key → type.
 
         A mapping value is a type, or a ``(type, default_or_Field)`` pair as in
@@ -140,7 +141,7 @@ class CapabilityGrant:
             self._subsets[keys] = cached
         return cached
 
-    def schema(self) -> dict[str, Any]:
+    def schema(self) -> JsonObject:
         """The JSON schema of each granted key (no key is required in a block)."""
         full = self.model.model_json_schema()
         contract: dict[str, Any] = {"properties": full.get("properties", {})}
@@ -219,7 +220,7 @@ def _warn_unbalanced(action: str) -> None:
 
 
 def grant_capabilities(
-    branch: GrantHolder, operable: type[BaseModel] | Mapping[str, Any], prompt: bool = True
+    branch: GrantHolder, operable: type[BaseModel] | JsonMapping, prompt: bool = True
 ) -> CapabilityGrant:
     """Install a grant on ``branch``; with ``prompt``, replace the prompt's capability block."""
     grant = CapabilityGrant.from_operable(operable)
@@ -266,7 +267,7 @@ def _json_objects(text: str) -> list[dict[str, Any]]:
     return objects
 
 
-def extract_capability_signals(branch: GrantHolder, message: Any) -> list[Signal]:
+def extract_capability_signals(branch: GrantHolder, message: object) -> list[Signal]:
     """Signals for the fenced JSON objects in an assistant message, in block order.
 
     ``[]`` when the branch has no grant or ``message`` is neither an `AssistantResponse` nor

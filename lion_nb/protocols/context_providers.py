@@ -66,7 +66,10 @@ class ContextProvider(Protocol):
     """
 
     async def provide(  # the branch: any object with its attributes (a real `Branch` at run time)
-        self, branch: Any, instruction: Instruction
+        # Any: a provider reads whatever it needs of the branch; a Protocol here would pin its reads
+        self,
+        branch: Any,
+        instruction: Instruction,
     ) -> str | None: ...
 
 

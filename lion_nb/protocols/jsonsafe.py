@@ -23,6 +23,8 @@ from __future__ import annotations
 import base64
 from typing import TYPE_CHECKING, Any, cast
 
+from ..shapes import JsonObject
+
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
@@ -34,13 +36,14 @@ _MAX_NOTES = 20
 _SCALARS = (str, int, float, bool, type(None))
 
 
-def json_safe(value: Any, notes: list[dict[str, str]] | None = None) -> Any:
+# Any: plain JSON data: a dict, list, str, number, bool or None
+def json_safe(value: object, notes: list[dict[str, str]] | None = None) -> Any:
     """``value`` as plain JSON data; each replacement is appended to ``notes`` (at most 20)
     as ``{"at": path, "was": type name, "now": what it became}``."""
     return _Walk(notes).convert(value, "$", 0, ())
 
 
-def dump_safely(model: BaseModel, mode: str = "json") -> dict[str, Any]:
+def dump_safely(model: BaseModel, mode: str = "json") -> JsonObject:
     """``model.model_dump(mode=mode)``; in JSON mode, when pydantic cannot serialize some
     value (bytes that are not UTF-8, an unknown object, nesting past its limit), the Python
     dump made plain by `json_safe` instead -- saving never fails on what a field holds."""
@@ -144,7 +147,7 @@ class _Walk:
         return f"<{len(data)} bytes, base64: {base64.b64encode(data).decode('ascii')}>"
 
 
-def text_of(value: Any) -> str:
+def text_of(value: object) -> str:
     """``str(value)``, else ``repr(value)``, else a marker; never raises."""
     for render in (str, repr):
         try:

@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_core import to_jsonable_python
 
 from ..models.secrets import redact
+from ..shapes import JsonMapping, JsonObject
 from .element import Element
 from .pile import Pile
 
@@ -84,7 +85,7 @@ def _scrub(value: Any) -> Any:
     return value
 
 
-def dump_log(log: Log) -> dict[str, Any]:
+def dump_log(log: Log) -> JsonObject:
     """One entry as JSON data with its secrets redacted (what every dump writes)."""
     try:
         data: dict[str, Any] = to_jsonable_python(log.model_dump(), fallback=str)
@@ -122,8 +123,8 @@ class DataLogger:
 
     def __init__(
         self,
-        config: DataLoggerConfig | Mapping[str, Any] | None = None,
-        logs: Pile[Log] | Iterable[Log | Mapping[str, Any]] | None = None,
+        config: DataLoggerConfig | JsonMapping | None = None,
+        logs: Pile[Log] | Iterable[Log | JsonMapping] | None = None,
     ):
         if config is None:
             config = DataLoggerConfig()
@@ -149,7 +150,7 @@ class DataLogger:
         rather than dropped)."""
         return self.config.persist_dir is not None
 
-    def log(self, content: Mapping[str, Any] | BaseModel | Log) -> Log:
+    def log(self, content: JsonMapping | BaseModel | Log) -> Log:
         """Record one entry and keep memory within ``capacity``."""
         if isinstance(content, Log):
             entry = content
@@ -227,13 +228,13 @@ class DataLogger:
         where = self.config.persist_dir or "memory"
         return f"DataLogger(logs={len(self.logs)}, to={str(where)!r})"
 
-    def to_dict(self, mode: str = "python") -> dict[str, Any]:
+    def to_dict(self, mode: str = "python") -> JsonObject:
         """The config and the logs (secrets redacted) as plain data."""
         config = self.config.model_dump(mode="json")
         return {"config": config, "logs": self.logs.to_dict(mode=mode, dump=_dump_log)}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> DataLogger:
+    def from_dict(cls, data: JsonMapping) -> DataLogger:
         """Rebuild from `to_dict` output."""
         logs = data.get("logs")
         pile = Pile.from_dict(logs, Log.model_validate, item_type=Log) if logs else None

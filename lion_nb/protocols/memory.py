@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 from uuid import uuid4
 
+from ..shapes import JsonObject
+
 __all__ = ["InMemoryStore", "MemoryRecord", "MemoryStore"]
 
 _TERMS = re.compile(r"\w+", re.UNICODE)
@@ -35,7 +37,7 @@ class MemoryRecord:
 class MemoryStore(Protocol):
     """What a branch needs from a memory backend."""
 
-    async def add(self, content: str, *, metadata: dict[str, Any] | None = None) -> str:
+    async def add(self, content: str, *, metadata: JsonObject | None = None) -> str:
         """Store ``content``; return its new id."""
         ...
 
@@ -73,7 +75,7 @@ class InMemoryStore:
     def __init__(self) -> None:
         self._records: dict[str, MemoryRecord] = {}
 
-    async def add(self, content: str, *, metadata: dict[str, Any] | None = None) -> str:
+    async def add(self, content: str, *, metadata: JsonObject | None = None) -> str:
         if not isinstance(content, str):
             raise TypeError(
                 f"`InMemoryStore.add` stores text, got `{type(content).__name__}`; "

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, cast
 
+from ..shapes import JsonObject
 from ..tokens import RenderedMessage
 from .element import IDLike
 from .messages import (
@@ -127,6 +128,7 @@ class MessageManager:
     def add_message(
         self,
         *,
+        # Any: each kind as text, data or its message object; `fields` are the message's own fields
         instruction: Any = None,
         assistant_response: Any = None,
         system: Any = None,
@@ -134,7 +136,7 @@ class MessageManager:
         action_response: Any = None,
         sender: Any = None,
         recipient: Any = None,
-        metadata: dict[str, Any] | None = None,
+        metadata: JsonObject | None = None,
         **fields: Any,
     ) -> RoledMessage:
         """Record one message, given as exactly one of the five kinds (text or object)."""
@@ -156,6 +158,7 @@ class MessageManager:
             callback(message)
         return message
 
+    # Any: the keywords of `add_message`, passed on
     async def a_add_message(self, **kwargs: Any) -> RoledMessage:
         """The same as `add_message`, for callers on the async path."""
         return self.add_message(**kwargs)
@@ -219,7 +222,7 @@ class MessageManager:
         self._rendered = []
         self._rendered_msgs = []
 
-    def chat_messages(self, progression: Iterable[IDLike] | None = None) -> list[dict[str, Any]]:
+    def chat_messages(self, progression: Iterable[IDLike] | None = None) -> list[JsonObject]:
         """The conversation as OpenAI-style messages (a new list; the dicts are shared)."""
         if progression is not None:
             return _render([self.messages[i] for i in progression])

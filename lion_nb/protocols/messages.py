@@ -28,14 +28,17 @@ from uuid import UUID, uuid4
 from pydantic import (
     ConfigDict,
     Field,
+    GetCoreSchemaHandler,
+    GetPydanticSchema,
     TypeAdapter,
     ValidationInfo,
-    field_validator,
     model_validator,
 )
+from pydantic_core import core_schema as cs
 
 from ..models.clean import clean_data, clean_fields
 from ..models.secrets import scrub_values
+from ..shapes import JsonObject
 from .element import Element
 
 __all__ = [
@@ -76,6 +79,43 @@ def _to_text(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, default=str)
 
 
+def _ref_text(v: Any) -> Any:
+    """A sender or recipient as text: an id, a message's id, a role's name, or ``str(v)``."""
+    if v is None or isinstance(v, str):
+        return v
+    if isinstance(v, UUID):
+        return str(v)
+    if isinstance(v, Element):
+        return str(v.id)
+    if isinstance(v, MessageRole):
+        return v.value
+    if isinstance(v, (dict, list, tuple, set)):  # saved data: never an id
+        raise ValueError(f"an id or a name is needed, got {type(v).__name__}")
+    return str(v)
+
+
+def _ref_schema(source: Any, handler: GetCoreSchemaHandler) -> cs.CoreSchema:
+    """``None`` and a str -- what saved messages hold -- are taken by pydantic's core with no
+    Python call (a before-validator cost two calls a message on a long load); anything else
+    goes through `_ref_text` and then pydantic's str check. A value it refuses is one error
+    naming the field, not one per choice; it is written out as ``str | None`` is."""
+    text = cs.union_schema(
+        [
+            cs.str_schema(strict=True),
+            cs.chain_schema([cs.no_info_plain_validator_function(_ref_text), cs.str_schema()]),
+        ],
+        mode="left_to_right",
+        custom_error_type="id_or_name",
+        custom_error_message="an id or a name is needed: a str, a UUID or a message",
+        serialization=cs.simple_ser_schema("str"),
+    )
+    return cs.nullable_schema(text)
+
+
+#: who sent a message or is to receive it: an id or a name, as text
+Ref = Annotated[str | None, GetPydanticSchema(_ref_schema)]
+
+
 class RoledMessage(Element):
     """Base of every message: who sent it, to whom, and how it renders."""
 
@@ -83,26 +123,11 @@ class RoledMessage(Element):
 
     role: ClassVar[MessageRole] = MessageRole.USER
     kind: str
-    sender: str | None = None
-    recipient: str | None = None
+    sender: Ref = None
+    recipient: Ref = None
 
     # Not a PrivateAttr: pydantic's private-attribute setup would double construction cost.
     _rev: ClassVar[int] = 0
-
-    @field_validator("sender", "recipient", mode="before")
-    @classmethod
-    def _ref_to_str(cls, v: Any) -> Any:
-        if v is None or isinstance(v, str):
-            return v
-        if isinstance(v, UUID):
-            return str(v)
-        if isinstance(v, Element):
-            return str(v.id)
-        if isinstance(v, MessageRole):
-            return v.value
-        if isinstance(v, (dict, list, tuple, set)):  # saved data: never an id
-            raise ValueError(f"an id or a name is needed, got {type(v).__name__}")
-        return str(v)
 
     @model_validator(mode="after")
     def _clean(self, info: ValidationInfo) -> RoledMessage:
@@ -131,7 +156,7 @@ class RoledMessage(Element):
         """The message as readable text."""
         raise NotImplementedError
 
-    def chat_msg(self) -> dict[str, Any]:
+    def chat_msg(self) -> JsonObject:
         """The message as one OpenAI-style chat message."""
         return {"role": self.role.value, "content": self.rendered}
 
@@ -209,7 +234,7 @@ class Instruction(RoledMessage):
             )
         return "\n\n".join(parts)
 
-    def chat_msg(self) -> dict[str, Any]:
+    def chat_msg(self) -> JsonObject:
         text = self.rendered
         if not self.images and not self.files:
             return {"role": "user", "content": text}
@@ -237,11 +262,12 @@ class AssistantResponse(RoledMessage):
     def rendered(self) -> str:
         return self.response
 
+    # Any: the provider's raw response, kept as it came
     @property
     def model_response(self) -> Any:
         return self.metadata.get("model_response")
 
-    def chat_msg(self) -> dict[str, Any]:
+    def chat_msg(self) -> JsonObject:
         """The chat message, with the provider's reasoning items when the answer has them
         (``metadata["reasoning_record"]``): the endpoint that made them sends them back, the
         others leave them out (`lion_nb.models.reasoning`)."""
@@ -252,7 +278,7 @@ class AssistantResponse(RoledMessage):
         return msg
 
     @property
-    def usage(self) -> dict[str, Any] | None:
+    def usage(self) -> JsonObject | None:
         return self.metadata.get("usage")
 
 
@@ -278,7 +304,7 @@ class ActionRequest(RoledMessage):
     def is_responded(self) -> bool:
         return self.action_response_id is not None
 
-    def chat_msg(self) -> dict[str, Any]:
+    def chat_msg(self) -> JsonObject:
         return {
             "role": "assistant",
             "content": None,
@@ -329,7 +355,7 @@ class ActionResponse(RoledMessage):
     def rendered(self) -> str:
         return _to_text(self.output)
 
-    def chat_msg(self) -> dict[str, Any]:
+    def chat_msg(self) -> JsonObject:
         """The tool message; a result with images (``metadata["images"]``, a run's figures)
         is a text part and image parts, which an endpoint whose model sees no images turns
         into descriptions (`lion_nb.models.media.text_only`)."""
@@ -357,7 +383,7 @@ def _adapter(many: bool = False) -> TypeAdapter[Any]:
     return TypeAdapter(list[AnyMessage] if many else AnyMessage)
 
 
-def load_message(data: dict[str, Any] | RoledMessage) -> RoledMessage:
+def load_message(data: JsonObject | RoledMessage) -> RoledMessage:
     """Any saved message back as its own class (the ``kind`` field picks it)."""
     if isinstance(data, RoledMessage):
         return data
@@ -365,7 +391,7 @@ def load_message(data: dict[str, Any] | RoledMessage) -> RoledMessage:
     return message
 
 
-def load_messages(data: list[dict[str, Any]]) -> list[RoledMessage]:
+def load_messages(data: list[JsonObject]) -> list[RoledMessage]:
     """Many saved messages at once (one validation pass, much faster than one by one)."""
     messages: list[RoledMessage] = _adapter(True).validate_python(
         data, context={_SCRUB: scrub_values()}
@@ -373,11 +399,11 @@ def load_messages(data: list[dict[str, Any]]) -> list[RoledMessage]:
     return messages
 
 
-def dump_message(message: RoledMessage, mode: str = "python") -> dict[str, Any]:
+def dump_message(message: RoledMessage, mode: str = "python") -> JsonObject:
     return message.model_dump(mode="json" if mode in ("json", "db") else "python")
 
 
-def dump_messages(messages: list[RoledMessage], mode: str = "python") -> list[dict[str, Any]]:
+def dump_messages(messages: list[RoledMessage], mode: str = "python") -> list[JsonObject]:
     data: list[dict[str, Any]] = _adapter(True).dump_python(
         messages, mode="json" if mode in ("json", "db") else "python"
     )

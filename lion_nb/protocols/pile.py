@@ -12,6 +12,7 @@ from typing import Any, Generic, TypeVar
 from uuid import UUID
 
 from ..errors import ItemExistsError, ItemNotFoundError
+from ..shapes import JsonObject
 from .element import Element, IDLike, to_id
 from .progression import Progression
 
@@ -40,7 +41,7 @@ def _names_in_order(order: list[Any], ids: list[UUID]) -> bool:
     """Whether ``order`` is ``ids`` written as id strings of 32 hex digits and hyphens, one
     by one (as `UUID` reads them), compared as one run of bytes: formatting or parsing
     each id is a Python call, more than the whole comparison."""
-    if not all(s.__class__ is str for s in order):
+    if not {*map(type, order)} <= {str}:  # every one a str (a set of classes: no Python step)
         return False
     digits = [s.replace("-", "") for s in order]
     if set(map(len, digits)) != {32}:
@@ -88,6 +89,7 @@ class Pile(Generic[T]):
         items: list[T],
         *,
         item_type: type | tuple[type, ...] | None = None,
+        # Any: a serialized Progression or a Progression, as loaded
         progression: Any = None,
     ) -> Pile[T]:
         """A Pile of freshly loaded ``items`` in a saved order (``progression``: a serialized
@@ -154,6 +156,7 @@ class Pile(Generic[T]):
         self.progression.clear()
 
     # -- reading ---------------------------------------------------------------------------
+    # Any: the caller's default, returned as it is
     def get(self, ref: IDLike, default: Any = None) -> T | Any:
         try:
             return self._items.get(to_id(ref), default)
@@ -209,8 +212,8 @@ class Pile(Generic[T]):
 
     # -- serialization ---------------------------------------------------------------------
     def to_dict(
-        self, mode: str = "python", dump: Callable[[T], dict[str, Any]] | None = None
-    ) -> dict[str, Any]:
+        self, mode: str = "python", dump: Callable[[T], JsonObject] | None = None
+    ) -> JsonObject:
         pm = "json" if mode in ("json", "db") else "python"
         dump = dump or (lambda item: item.model_dump(mode=pm))
         return {
@@ -221,8 +224,8 @@ class Pile(Generic[T]):
     @classmethod
     def from_dict(
         cls,
-        data: dict[str, Any],
-        load: Callable[[dict[str, Any]], T],
+        data: JsonObject,
+        load: Callable[[JsonObject], T],
         *,
         item_type: type | tuple[type, ...] | None = None,
     ) -> Pile[T]:

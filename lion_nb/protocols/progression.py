@@ -6,6 +6,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 from uuid import UUID
 
+from ..shapes import JsonObject
 from .element import IDLike, to_id
 
 __all__ = ["Progression"]
@@ -105,7 +106,7 @@ class Progression:
         return {"order": [str(i) for i in self.order]}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Progression:
+    def from_dict(cls, data: JsonObject) -> Progression:
         if not isinstance(data, dict) or not isinstance(data.get("order", []), list):
             raise ValueError('A serialized Progression is {"order": [id, ...]}.')
         return cls(data.get("order") or [])

@@ -21,6 +21,7 @@ from __future__ import annotations
 import inspect
 import logging
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,6 +48,7 @@ logger = logging.getLogger("lion_nb.signals")
 _HISTORIES: Any = None  # WeakKeyDictionary: an observed object -> what returns its signals
 
 
+# Any: any object views record signals of; `recorded` returns them
 def keep_history(owner: Any, recorded: Any) -> None:
     """Offer ``recorded()`` (the signals recorded of ``owner``, oldest first) to views of
     ``owner`` built later; ``None`` withdraws it."""
@@ -61,6 +63,7 @@ def keep_history(owner: Any, recorded: Any) -> None:
         _HISTORIES[owner] = recorded
 
 
+# Any: any object views record signals of
 def recent_signals(owner: Any) -> list[Signal]:
     """The signals recorded of ``owner`` so far, oldest first (none when nobody records)."""
     recorded = _HISTORIES.get(owner) if _HISTORIES is not None else None
@@ -139,7 +142,11 @@ class EmissionRejected(BaseModel):
 
 
 def deliver(
-    callback: Any, subject: Any, log: logging.Logger = logger, failure: str | None = None
+    # Any: any callback and subject; its result, awaitable or not
+    callback: Any,
+    subject: Any,
+    log: logging.Logger = logger,
+    failure: str | None = None,
 ) -> Any:
     """``callback(subject)``, its error logged to ``log`` (as ``failure`` when given) and
     swallowed. Returns what the callback returned: an awaitable goes to `settle`."""
@@ -151,6 +158,7 @@ def deliver(
 
 
 async def settle(
+    # Any: an async callback's result and the callback, any subject
     awaitable: Any,
     callback: Any,
     subject: Any,
@@ -172,7 +180,7 @@ def _failed(callback: Any, subject: Any, log: logging.Logger, failure: str | Non
         log.warning("observer %r failed on %s", callback, kind, exc_info=True)
 
 
-async def emit_safely(callbacks: list[Any], signal: Signal) -> None:
+async def emit_safely(callbacks: Iterable[Callable[..., object]], signal: Signal) -> None:
     """Call each callback (sync or async) with ``signal``; log and swallow their errors."""
     for callback in list(callbacks):
         result = deliver(callback, signal)

@@ -32,17 +32,20 @@ import math
 import os
 import sys
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
 from ..errors import BudgetExceeded, ConfigurationError
+from ..shapes import JsonObject
 from .ledger import AFTER_RECORD, _owner, branch_ledger
 
 if TYPE_CHECKING:
+    from ..models.imodel import iModel
+    from ..models.prices import Pricer
     from .parts import Attached as Session
     from .parts import Spender as Branch
 
@@ -108,7 +111,7 @@ class Budget:
         self._tokens = value
 
     @classmethod
-    def of(cls, value: Any) -> Budget | None:
+    def of(cls, value: object) -> Budget | None:
         """A `Budget` from a Budget, a number of dollars, or ``None``."""
         if value is None or isinstance(value, Budget):
             return value
@@ -206,7 +209,16 @@ def _spent(spend: Any) -> tuple[float, int, int]:
     return spend.usd, spend.tokens, spend.unpriced
 
 
-def estimate_input(branch: Branch, request: Any) -> tuple[int, int]:
+class BudgetedRequest(Protocol):
+    """What a budget reads of a call's request: a `ChatRequest`, or a CLI run's prompt in
+    that shape. ``options`` is written: a call with no ``max_tokens`` gets the budget's."""
+
+    messages: list[JsonObject]
+    tools: list[JsonObject] | None
+    options: JsonObject
+
+
+def estimate_input(branch: Branch, request: BudgetedRequest) -> tuple[int, int]:
     """A call's input tokens, estimated: the request's own estimate, raised by what the last
     call with a real count showed the estimate misses (the server's chat template, a
     tokenizer that counts more) -- that is, the last real count plus the messages added
@@ -220,7 +232,9 @@ def estimate_input(branch: Branch, request: Any) -> tuple[int, int]:
     return est, est
 
 
-def note_usage(branch: Branch, request: Any, response: Any) -> None:
+def note_usage(
+    branch: Branch, request: BudgetedRequest, response: Any
+) -> None:  # Any: an endpoint's response (its `usage` is read if it has one)
     """Remember how far a call's real usage was above its estimate, for `estimate_input`
     (only for a call a budget admitted: no budget, nothing to do)."""
     if not _MADE[0]:
@@ -278,7 +292,7 @@ MIN_OUTPUT = 16
 OUTPUT_BOUND = 4096
 
 
-def check_budgets(branch: Branch, imodel: Any, request: Any) -> None:
+def check_budgets(branch: Branch, imodel: iModel, request: BudgetedRequest) -> None:
     """Raise before a call that would cross a budget (see the module docstring). A call with
     no ``max_tokens`` is given the largest one every budget that applies leaves room for."""
     if not _MADE[0]:
@@ -368,12 +382,12 @@ def _first_crossed(
 
 def fitting_requests(
     branch: Branch,
-    imodel: Any,
-    requests: list[Any],
+    imodel: iModel,
+    requests: Sequence[BudgetedRequest],
     *,
-    session: Any = None,
-    pricer: Any = None,
-    meter: Any = None,
+    session: Session | None = None,
+    pricer: Pricer | None = None,
+    meter: Meter | None = None,
 ) -> tuple[int, BudgetExceeded | None]:
     """How many of ``requests`` (in order) fit, all together, every budget over the calls of
     ``branch``'s clones (its session's, a scope's) and ``meter``'s, by their worst cases

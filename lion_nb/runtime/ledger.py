@@ -31,9 +31,11 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import LionError
 from ..models.usage import finite_usd
+from ..shapes import JsonMapping
 from ._live import SESSIONS
 
 if TYPE_CHECKING:
+    from ..models.imodel import iModel
     from .parts import Attached as Session
     from .parts import Spender as Branch
 
@@ -102,6 +104,7 @@ class CostRows(list[dict[str, Any]]):
     """One dict per model call (``time``, ``branch``, ``branch_id``, ``model``, the token
     counts, ``usd``, ``estimated``); ``to_dataframe()`` with the ``pandas`` extra."""
 
+    # Any: a pandas DataFrame (pandas is optional and untyped)
     def to_dataframe(self) -> Any:
         try:
             import pandas as pd
@@ -308,10 +311,10 @@ def _checked_price(pricer: Any, usage: Any, priced: Any) -> float | None:
 
 def record_call(
     branch: Branch,
-    imodel: Any,
-    usage: Any,
+    imodel: iModel,
+    usage: JsonMapping | None,
     *,
-    usd: Any = _MISSING,
+    usd: Any = _MISSING,  # Any: a provider's own figure, untrusted: `finite_usd` checks it
     discount: float = 1.0,
 ) -> float | None:
     """Account for one model call of ``branch``; returns its price (``None``: unpriced).

@@ -91,7 +91,7 @@ class RunLifecycle:
         if self.active:
             await _emit(self.branch, RunStart(**self._base()))
 
-    async def end(self, result: Any = None) -> None:
+    async def end(self, result: object = None) -> None:
         await self._terminal(RunEnd, result=result)
 
     async def fail(self, error: BaseException) -> None:

@@ -33,6 +33,7 @@ class Observers(list[Callable[..., Any]]):
         super().__init__()
         self._log, self._failure = log, failure
 
+    # Any: a callback's result is ignored (sync) or awaited (async)
     def add(self, callback: Callable[[Any], Any]) -> Callable[[], None]:
         """Add ``callback``; returns a function that removes it."""
         self.append(callback)
@@ -43,7 +44,7 @@ class Observers(list[Callable[..., Any]]):
 
         return cancel
 
-    def notify(self, run: Any) -> None:
+    def notify(self, run: object) -> None:
         for callback in list(self):
             deliver(callback, run, self._log, self._failure)
 
@@ -53,6 +54,7 @@ class Subscription:
 
     __slots__ = ("_bus", "_entry")
 
+    # Any: the callback's result is ignored, or awaited when async
     def __init__(self, bus: SignalBus, entry: tuple[type, Callable[..., Any]]):
         self._bus, self._entry = bus, entry
 
@@ -75,6 +77,7 @@ class SignalBus:
     def __init__(self) -> None:
         self._subscribers: list[tuple[type, Callable[..., Any]]] = []
 
+    # Any: the callback's result is ignored, or awaited when async
     def observe(self, signal_type: type, callback: Callable[..., Any]) -> Subscription:
         if not isinstance(signal_type, type):
             raise TypeError(f"`observe` takes a signal class, got {signal_type!r}.")

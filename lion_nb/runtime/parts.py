@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Protocol
+from uuid import UUID
 
 if TYPE_CHECKING:
     from ..protocols.signals import Signal
@@ -46,6 +47,7 @@ class Attachment:
         self.hooks: Any = None  # the session's optional hook bus, passed through opaque
         self.pending: set[asyncio.Task[Any]] = set()
 
+    # Any: the session's id and hook bus, kept opaque for it
     def attach(self, session_id: Any, observer: SignalBus, hooks: Any) -> None:
         self.session_id, self.observer, self.hooks = session_id, observer, hooks
 
@@ -72,11 +74,12 @@ class Spender(Protocol):
     """A branch as the ledger, the budgets and the lifecycle see it."""
 
     @property
-    def id(self) -> Any: ...  # a UUID (pydantic field of `Element`)
+    def id(self) -> UUID: ...
     @property
     def id_text(self) -> str: ...
     @property
     def name(self) -> str | None: ...
+    # Any: the branch's messages, read by the token estimate
     @property
     def messages(self) -> Iterable[Any]: ...  # the branch's messages, oldest first
     @property

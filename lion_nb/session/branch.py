@@ -879,11 +879,13 @@ def _load_message_pile(data: Any) -> Pile[RoledMessage]:
             "A serialized branch's message progression does not match its messages "
             f"(`messages.progression`): {str(exc).rstrip('.')}."
         ) from exc
-    systems = [i for i, m in enumerate(pile) if m.kind == "system"]
-    if systems and systems != [0]:
+    # the loaded list, not the pile: walking a pile looks each id up (a Python hash call)
+    systems = [m for m in items if m.kind == "system"]
+    if systems and (len(systems) > 1 or next(iter(pile)) is not systems[0]):
+        at = next(i for i, m in enumerate(pile) if m.kind == "system")
         raise ConfigurationError(
             "A serialized branch's messages have a system message "
-            + ("more than once" if len(systems) > 1 else f"at position {systems[0]}")
+            + ("more than once" if len(systems) > 1 else f"at position {at}")
             + "; it must be the first message, once. Pass the dict from `Branch.to_dict()` "
             "unchanged."
         )

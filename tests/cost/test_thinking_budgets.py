@@ -129,3 +129,17 @@ def test_a_provider_batch_counts_each_items_thinking_allowance(http_fake):
     done = [r for r in run.items if r.status == "done"]
     assert len(done) == 4
     assert {r.reason for r in run.items if r.status == "pending"} == {"not started (budget)"}
+
+
+def test_a_budget_bounds_a_chat_completions_reasoning_model_with_max_completion_tokens(
+    http_fake,
+):
+    answer_chat(http_fake)
+    branch = branch_with(
+        gpt(http_fake.openai_url, api="chat", reasoning="low"), Budget(tokens=4000)
+    )
+    assert anyio.run(branch.communicate, "Think a little.") == "ok"
+    [sent] = http_fake.requests
+    assert "max_tokens" not in sent.body  # OpenAI refuses it for reasoning models
+    assert 2048 + 16 < sent.body["max_completion_tokens"] <= 4000
+    assert sent.body["reasoning_effort"] == "low"

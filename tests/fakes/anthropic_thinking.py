@@ -11,7 +11,9 @@ API gives when an assistant turn does not start with its thinking. A server tool
 (``server_tool_use``, ``web_search_tool_result``) it sent must come back too, unchanged, or
 the request gets the 400 the API gives a search result whose encrypted content was changed.
 A ``document`` block's ``citations`` must be ``{"enabled": true|false}``, or the request gets
-the 400 the API gives a malformed field.
+the 400 the API gives a malformed field. A scripted answer that uses a server tool is played
+only to a request that offers it (``{"type": "web_search_20250305", "name": "web_search"}``):
+a model cannot search with a tool it was not given, so a request without it gets a 400.
 """
 
 from __future__ import annotations
@@ -80,13 +82,18 @@ class ThinkingAPI:
             return Script(status=400, body={"type": "error", "error": error})
         if not self.replies:
             return Script(status=500, body={"error": {"message": "no reply scripted"}})
-        reply = self.replies.pop(0)
-        if isinstance(reply, dict):
-            self._remember(reply.get("content") or [])
-            return Script(body=reply)
-        events = sse_events(reply)
-        self._remember(streamed_blocks(events))
-        return Script(events=events)
+        reply = self.replies[0]
+        events = sse_events(reply) if isinstance(reply, str) else []
+        content = (
+            (reply.get("content") or []) if isinstance(reply, dict) else streamed_blocks(events)
+        )
+        problem = _not_offered(content, recorded.body)
+        if problem is not None:
+            self.refusals.append(problem)
+            return Script(status=400, body={"type": "error", "error": {"message": problem}})
+        self.replies.pop(0)
+        self._remember(content)
+        return Script(body=reply) if isinstance(reply, dict) else Script(events=events)
 
     def _remember(self, content: list[dict[str, Any]]) -> None:
         self.server_blocks += [
@@ -138,6 +145,24 @@ class ThinkingAPI:
             if len(start) < len(blocks):
                 return f"messages.{i}.content: a `thinking` block is missing."
         return None
+
+
+def _not_offered(content: list[dict[str, Any]], body: Any) -> str | None:
+    """A scripted answer that uses a server tool the request did not offer: the model could
+    not have, so the fake refuses to play it (400) rather than hide the missing tool."""
+    tools = body.get("tools") if isinstance(body, dict) else None
+    offered = {
+        t.get("name")
+        for t in tools or ()
+        if isinstance(t, dict) and str(t.get("type") or "").startswith(f"{t.get('name')}_")
+    }
+    for block in content:
+        if block.get("type") == "server_tool_use" and block.get("name") not in offered:
+            return (
+                f"tools: the answer uses the `{block.get('name')}` server tool, which this "
+                "request does not offer (a tool with that name and a versioned `type`)."
+            )
+    return None
 
 
 def _citations_field(messages: list[Any]) -> str | None:

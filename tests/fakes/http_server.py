@@ -18,7 +18,9 @@ The Messages route keeps one rule of the real API that a fake would otherwise hi
 whose messages hold ``tool_use`` or ``tool_result`` blocks must define ``tools``, else the API
 answers 400 ``invalid_request_error`` ("Requests which include `tool_use` or `tool_result`
 blocks must define tools."). That refusal comes before any scripted reply, which stays queued;
-``anthropic_rules = False`` turns it off.
+``anthropic_rules = False`` turns it off. The Chat Completions route keeps one of OpenAI's
+likewise: its reasoning models (o-series, GPT-5) refuse ``max_tokens`` with a 400
+``unsupported_parameter`` naming ``max_completion_tokens``.
 
 ``routes`` (functions ``Recorded -> Script | None``, tried in order before the queue) let a
 test add an API, GET requests included (`tests.fakes.batch_api` plays the providers' batch
@@ -29,6 +31,7 @@ requests in flight at once.
 from __future__ import annotations
 
 import json
+import re
 import socket
 import threading
 import time
@@ -234,6 +237,7 @@ class FakeProvider:
     # -- used by the handler -------------------------------------------------------------------
     def _next(self, path: str, body: Any, recorded: Recorded | None = None) -> Script:
         refusal = self._anthropic_refusal(path, body) if self.anthropic_rules else None
+        refusal = refusal or _openai_refusal(path, body)
         with self._lock:
             self._counter += 1
             if refusal is not None:
@@ -287,6 +291,26 @@ class FakeProvider:
     def _leave(self) -> None:
         with self._lock:
             self._in_flight -= 1
+
+
+def _openai_refusal(path: str, body: Any) -> Script | None:
+    """OpenAI's 400 for ``max_tokens`` sent to a reasoning model on Chat Completions."""
+    if not path.endswith("/chat/completions") or not isinstance(body, dict):
+        return None
+    model = str(body.get("model") or "")
+    if "max_tokens" not in body or not re.fullmatch(r"(o\d|gpt-5(?!-chat)).*", model):
+        return None
+    message = (
+        "Unsupported parameter: 'max_tokens' is not supported with this model. "
+        "Use 'max_completion_tokens' instead."
+    )
+    error = {
+        "message": message,
+        "type": "invalid_request_error",
+        "param": "max_tokens",
+        "code": "unsupported_parameter",
+    }
+    return Script(status=400, body={"error": error})
 
 
 class _Server(ThreadingHTTPServer):

@@ -28,6 +28,7 @@ _no_provider_keys = provider_fixtures._no_provider_keys
 KEY = "sk-test-citations-0123456789"
 CITED = "anthropic_stream_citations.sse"
 SEARCH = "anthropic_stream_server_tool.sse"
+WEB_SEARCH = {"type": "web_search_20250305", "name": "web_search", "max_uses": 3}
 STRAWBERRY = "openai_responses_stream_reasoning_text.sse"
 PY = "https://www.python.org/downloads/release/python-3140/"
 
@@ -109,7 +110,8 @@ def test_a_non_streamed_answer_with_citations_on_its_blocks_reads_the_same(http_
 
 def test_web_search_keeps_its_server_blocks_for_the_next_turn_and_cites_the_result(http_fake):
     api = ThinkingAPI(http_fake, [SEARCH, anthropic_message("Yes.")])
-    branch = two_turns(claude(http_fake.anthropic_url), "What is the latest Python?")
+    model = claude(http_fake.anthropic_url, tools=[WEB_SEARCH])
+    branch = two_turns(model, "What is the latest Python?")
     answer = answer_of(branch)
     said = "I'll search for the latest Python release.The latest major release is Python 3.14.0."
     assert answer.response == said
@@ -143,7 +145,7 @@ def test_web_search_keeps_its_server_blocks_for_the_next_turn_and_cites_the_resu
 def test_the_fake_refuses_a_turn_without_the_search_result(http_fake):
     """The check the test above relies on can fail: a dropped result is refused with 400."""
     api = ThinkingAPI(http_fake, [SEARCH, anthropic_message("Yes.")])
-    branch = Branch(chat_model=claude(http_fake.anthropic_url))
+    branch = Branch(chat_model=claude(http_fake.anthropic_url, tools=[WEB_SEARCH]))
     anyio.run(lambda: branch.communicate("What is the latest Python?"))
     answer = answer_of(branch)
     items = answer.metadata["reasoning_record"]["items"]

@@ -11,7 +11,7 @@ from tests.notebook.nbshell import run, usage_error
 
 SETUP = """
 from lion_nb import iModel
-gpt = iModel(provider="openai", model="gpt-4o", base_url="{url}", api_key="sk-test-0123456789")
+gpt = iModel(provider="openai", model="gpt-5.2", base_url="{url}", api_key="sk-test-0123456789")
 """
 
 

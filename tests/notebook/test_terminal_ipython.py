@@ -3,7 +3,8 @@
 A terminal prints every display update as new output, and a Ctrl-C there arrives as a
 SIGINT in the main thread while the loop waits in its selector. So: Ctrl-C once the first
 fragment is on screen ends the turn with its partial answer kept and marked incomplete, and
-a later async cell does not resume it; a turn that runs to its end prints its answer once.
+a later async cell does not resume it; a turn that runs to its end prints its answer once,
+and a model's thinking before it, marked, ending in one summary line.
 Every wait is for output to appear (pexpect's ``expect``), never a fixed sleep; the timeouts
 only guard against a hang.
 """
@@ -31,6 +32,10 @@ def words(messages, **request): return " ".join(f"w{{i}}" for i in range({WORDS}
 def short(messages, **request): return " ".join(f"s{{i}}" for i in range(30)) + " FIN"
 slow = iModel(provider="offline", model="function", function=words, delay=0.05)
 steady = iModel(provider="offline", model="function", function=short, delay=0.03)
+from lion_nb.models.endpoints.base import emit_thinking_delta
+THOUGHTS = ("Rivers run\\nto the sea.\\x1b[31m", " So: ", "downhill.")
+def muse(messages, **request): [emit_thinking_delta(t) for t in THOUGHTS]; return "Down. FIN"
+musing = iModel(provider="offline", model="function", function=muse, delay=0.03)
 """
 
 
@@ -112,3 +117,19 @@ def test_a_streamed_answer_is_printed_once_in_a_terminal(shell):
     assert printed.count("s0 s1 s2") == 1, printed
     assert answer in re.sub(r"\s+", " ", printed)
     assert printed.count("running…") == 1  # the header once, not at every refresh
+
+
+def test_the_thinking_streams_marked_and_ends_in_one_summary_line_in_a_terminal(shell):
+    start_cell(shell, "-m musing", "Where does water go?")
+    shell.expect(PROMPT)
+    printed = shell.before.replace("\r\n", "\n")
+    lines = printed.split("\n")
+    start = lines.index("[Thinking…]")
+    # every line of the thinking behind the mark, its escape character dropped
+    assert lines[start + 1 : start + 3] == ["│ Rivers run", "│ to the sea.[31m So: downhill."]
+    assert "\x1b" not in printed
+    summary = lines[start + 3]
+    assert re.fullmatch(r"\[Thought for \d+\.\d s · ~\d+ tokens\]", summary), printed
+    assert lines[start + 4].startswith("Down. FIN")  # then the answer, printed once
+    assert printed.count("FIN") == 1 and printed.count("[Thinking…]") == 1
+    assert printed.index("running…") < printed.index("[Thinking…]")

@@ -1,8 +1,11 @@
 """A ``%%lion`` turn whose model thinks and cites, in a real IPython shell: the thinking
-reaches the widget view live, the answer's output folds the thinking and lists the sources,
+reaches the widget view live, and the text view streams it marked and folds it into one
+line once the answer starts; the answer's output folds the thinking and lists the sources,
 and ``%lion history`` says the turn thought and for how long."""
 
 from __future__ import annotations
+
+import re
 
 from IPython.utils.capture import capture_output
 
@@ -57,3 +60,47 @@ def test_the_answer_folds_its_thinking_and_lists_its_sources(ip):
     assert not any(
         r["text"].startswith("[Thought") for r in table.rows if r["kind"] != "assistant_response"
     )
+
+
+STREAMED = """
+from lion_nb import iModel
+from lion_nb.models.endpoints import ModelResponse
+from lion_nb.models.endpoints.base import emit_thinking_delta
+
+def musing(messages, **_):
+    for part in ("First, <b>the</b> river.", "\\nThen the bridge.", "\\nSo: north."):
+        emit_thinking_delta(part)
+    return ModelResponse(text="Go north over the bridge.", metadata={
+        "thinking": "First, <b>the</b> river.\\nThen the bridge.\\nSo: north."})
+
+musing_model = iModel(provider="offline", model="function", function=musing, delay=0.06)
+"""
+
+
+def test_the_text_view_streams_the_thinking_marked_then_folds_it_into_a_summary(ip):
+    assert run(ip, STREAMED).error is None
+    run(ip, '%config LionMagics.live_view = "text"')
+    ran = run(ip, "%%lion -m musing_model\nWhich way?")
+    assert ran.error is None
+    updates = [o.data for o in ran.outputs if o.update]
+    thinking = [u for u in updates if "[Thinking… " in u["text/plain"]]
+    # while it thinks: the marked section, open, with its elapsed time and tokens
+    assert thinking, updates
+    first = thinking[0]
+    assert "│ First, <b>the</b> river." in first["text/plain"]
+    assert "Go north" not in first["text/plain"]
+    assert re.search(r"\[Thinking… \d+ s · ~\d+ tokens?\]", first["text/plain"])
+    assert '<details open class="lnb-thinking-static"><summary>Thinking… ' in first["text/html"]
+    assert "<b>" not in first["text/html"]  # sanitized like every model output
+    assert "│ So: north." in thinking[-1]["text/plain"]
+    # once the answer streams: one summary line in its place, the thinking itself gone
+    answering = [u for u in updates if "Go north" in u["text/plain"]]
+    assert answering, updates
+    for update in answering:
+        assert re.search(r"\[Thought for \d+\.\d s · ~\d+ tokens\]", update["text/plain"])
+        assert "river" not in update["text/plain"] and "<details open" not in update["text/html"]
+    # the end: the summary beside the footer; the answer, its own output, folds the thinking
+    assert updates[-1]["text/plain"].startswith("[Thought for ")
+    answer = ran.outputs[-1].data
+    assert answer["text/html"].startswith('<details class="lnb-thinking-static">')
+    assert "Go north over the bridge." in answer["text/plain"]

@@ -109,3 +109,30 @@ def test_bulk_load_matches_single_load():
     msgs = [Instruction(instruction=str(i)) for i in range(3)]
     data = [dump_message(m) for m in msgs]
     assert [m.id for m in load_messages(data)] == [m.id for m in msgs]
+
+
+def test_a_sender_or_recipient_becomes_text_or_is_refused_as_one_error():
+    from uuid import uuid4
+
+    uid, other = uuid4(), Instruction(instruction="o")
+    cases = [
+        (None, None),
+        ("u", "u"),
+        (MessageRole.USER, "user"),
+        (uid, str(uid)),
+        (other, str(other.id)),
+        (5, "5"),
+        (b"ab", "b'ab'"),
+    ]
+    for given, text in cases:
+        msg = Instruction(instruction="x", sender=given, recipient=given)
+        assert (msg.sender, msg.recipient) == (text, text), given
+        assert msg.sender is None or type(msg.sender) is str
+    saved = [dump_message(Instruction(instruction="x", sender="u", recipient=str(uid)))]
+    assert load_messages(saved)[0].recipient == str(uid)
+    for bad in ({"id": "x"}, ["x"], ("x",), {"x"}):
+        with pytest.raises(ValidationError) as raised:
+            Instruction(instruction="x", sender=bad)
+        errors = raised.value.errors()
+        assert len(errors) == 1 and errors[0]["loc"] == ("sender",), errors
+        assert "an id or a name" in errors[0]["msg"]

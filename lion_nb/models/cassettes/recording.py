@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import AuthenticationError, LionError
+from ...shapes import JsonObject
 from ..secrets import redact
 from ..stream import StreamChunk
 from ._blobs import BLOB, blob_line, check_blob, pack
@@ -80,7 +81,7 @@ class Recording:
     chunks: list[StreamChunk] | None = None
     steps: list[Any] | None = None
 
-    def data(self) -> dict[str, Any]:
+    def data(self) -> JsonObject:
         exchange: dict[str, Any] = json.loads(self.line)  # every line holds a JSON object
         return exchange
 
@@ -204,7 +205,12 @@ class Cassette:
 
     # -- using ---------------------------------------------------------------------------------
     def take(
-        self, kind: str, request: dict[str, Any], label: str, model: Any = None
+        # Any: an iModel or an endpoint (imodel imports the cassettes)
+        self,
+        kind: str,
+        request: JsonObject,
+        label: str,
+        model: Any = None,
     ) -> Recording | None:
         """The recording that answers ``request``, or ``None`` when the provider is to be
         called and the exchange recorded. Raises `CassetteError` when the mode allows
@@ -230,6 +236,7 @@ class Cassette:
             self.replayed += 1
         return entry
 
+    # Any: a callable over a parsed exchange, any values in it
     def find(self, kind: str, match: Any) -> Recording | None:
         """The last recording of ``kind`` whose parsed exchange satisfies ``match`` (a
         batch looked up by its id when it is resumed rather than submitted), counted as
@@ -244,7 +251,7 @@ class Cassette:
                     return entry
         return None
 
-    def record(self, kind: str, request: dict[str, Any], payload: dict[str, Any]) -> None:
+    def record(self, kind: str, request: JsonObject, payload: JsonObject) -> None:
         """Append one complete exchange (its request already normalized); each image or file
         in it is written once, on a blob line of its own (see `_blobs`)."""
         blobs: dict[str, str] = {}
@@ -316,6 +323,7 @@ class Cassette:
         )
 
 
+# Any: an iModel or an endpoint (imodel imports the cassettes)
 def live_call_needs(model: Any) -> str:
     """What a live call to ``model`` needs, as a clause of the no-recording message: the key
     for a hosted API, a running server for a keyless (local) one, a working CLI for an

@@ -39,7 +39,7 @@ _context: contextvars.ContextVar[Cassette | None] = contextvars.ContextVar(
 _process: Cassette | None = None
 
 
-def as_cassette(value: Any, mode: str = "once") -> Cassette | None:
+def as_cassette(value: object, mode: str = "once") -> Cassette | None:
     """A `Cassette` from a path (opened in ``mode``), a `Cassette` as is, ``None`` as is."""
     if value is None or isinstance(value, Cassette):
         return value
@@ -77,6 +77,7 @@ def current_cassette() -> Cassette | None:
     return tape if tape is not None else _process
 
 
+# Any: an iModel (which imports this module) or a stand-in with `endpoint`
 def cassette_for(imodel: Any) -> Cassette | None:
     """The cassette for a call of ``imodel``, or ``None`` for a live call.
 

@@ -12,6 +12,7 @@ import sys
 from typing import Any
 
 from ...errors import ConfigurationError
+from ...shapes import Keywords
 from .base import (
     APIEndpoint,
     ChatRequest,
@@ -74,7 +75,7 @@ PRESET_SETTINGS: dict[str, dict[str, Any]] = {
 }
 
 
-def resolve_provider(provider: str) -> tuple[str, dict[str, Any]]:
+def resolve_provider(provider: str) -> tuple[str, Keywords]:
     """The endpoint name for ``provider`` and the settings its preset implies."""
     name = provider.strip().lower()
     if name in ENDPOINTS:

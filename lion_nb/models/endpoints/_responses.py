@@ -15,7 +15,9 @@ and in place, or the API refuses it. They are kept, as the API sent them, in the
 reasoning record (``metadata["reasoning_record"]``, `lion_nb.models.reasoning`):
 ``{"api": "openai.responses", "items": [...]}``, the answer's output in order -- reasoning and
 ``function_call`` items whole, a message item as ``{"type": "message"}`` (its text is the
-message's own). The assistant message renders the record beside its content
+message's own), and a hosted tool's call (``web_search_call``: the API ran the search) whole
+too, since a reasoning item must come back with the item that followed it. The assistant
+message renders the record beside its content
 (`AssistantResponse.chat_msg`), and `to_input` puts the items back where they were. The
 readable summaries are joined into ``metadata["thinking"]``.
 
@@ -49,10 +51,21 @@ from .base import (
     plain_text,
 )
 
-__all__ = ["API", "ResponsesStream", "read_response", "responses_body", "to_input"]
+__all__ = ["API", "HOSTED_ITEMS", "ResponsesStream", "read_response", "responses_body", "to_input"]
 
 #: the ``api`` tag of this wire's reasoning records
 API = "openai.responses"
+#: the output items of the tools the API runs itself, kept whole in the record
+HOSTED_ITEMS = frozenset(
+    {
+        "web_search_call",
+        "file_search_call",
+        "code_interpreter_call",
+        "image_generation_call",
+        "mcp_call",
+        "mcp_list_tools",
+    }
+)
 _RENAMED = {"max_tokens": "max_output_tokens", "max_completion_tokens": "max_output_tokens"}
 
 
@@ -263,10 +276,12 @@ def read_response(data: Any, request_id: str | None, model: str) -> ModelRespons
                 if isinstance(part, dict) and part.get("text"):
                     thinking.append(part["text"])
             kept.append(item)
+        elif kind in HOSTED_ITEMS:
+            kept.append(item)  # a hosted tool's call (web search): the API ran it
     metadata: dict[str, Any] = {}
     if thinking:
         metadata["thinking"] = "\n\n".join(thinking)
-    if any(item.get("type") == "reasoning" for item in kept):
+    if any(item.get("type") not in ("message", "function_call") for item in kept):
         metadata[RECORD] = {"api": API, "items": kept}
     if citations := responses_citations(output):
         metadata[CITATIONS] = citations

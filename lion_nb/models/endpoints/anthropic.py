@@ -70,6 +70,7 @@ from typing import Any, ClassVar
 from httpx_sse import ServerSentEvent
 
 from ...errors import ConfigurationError, ProviderError
+from ...shapes import JsonObject
 from ..anthropic_thinking import thinking_options
 from ..citations import CITATIONS, anthropic_citations
 from ..reasoning import RECORD
@@ -129,6 +130,7 @@ class AnthropicEndpoint(HTTPEndpoint):
     takes_reasoning: ClassVar[bool] = True
     takes_citations: ClassVar[bool] = True
 
+    # Any: the settings `Endpoint.__init__` takes, passed on
     def __init__(self, model: str, **kwargs: Any):
         super().__init__(model, **kwargs)
         self._sent_tools: dict[str, dict[str, Any]] = {}  # name -> the tool as last sent
@@ -368,7 +370,7 @@ def _cite_documents(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 # -- translation -------------------------------------------------------------------------------
-def to_anthropic_messages(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+def to_anthropic_messages(messages: list[JsonObject]) -> tuple[str, list[JsonObject]]:
     """``(system, messages)`` in Messages API form from OpenAI-style messages."""
     system: list[str] = []
     out: list[dict[str, Any]] = []

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from ...shapes import JsonObject
 from ..clean import loads
 from ..stream import StreamChunk
 
@@ -125,7 +126,7 @@ class ChatRequest:
     cache_key: str | None = None
 
 
-def decode_arguments(args: Any) -> dict[str, Any]:
+def decode_arguments(args: Any) -> JsonObject:  # Any: a provider's, kept raw unless JSON
     """Tool arguments as a dict; text that is not a JSON object is kept under ``_raw_arguments``."""
     if isinstance(args, dict):
         return args
@@ -138,7 +139,7 @@ def decode_arguments(args: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {"_raw_arguments": args}
 
 
-def plain_text(content: Any) -> str:
+def plain_text(content: object) -> str:
     """A message's content as one text: its text parts joined, anything else as JSON."""
     if content is None:
         return ""
@@ -206,13 +207,14 @@ class Endpoint(ABC):
     #: whether prompts ask the provider to cache their prefix (set by `iModel`; unset, True)
     cache: bool
 
+    # Any: an endpoint's model options (temperature, max_tokens...), each its own type
     def __init__(self, model: str, **options: Any):
         self.model = model
         #: request options (temperature, max_tokens, timeout, ...) sent with every call;
         #: a subclass pops its own settings from the keywords before calling this.
         self.options: dict[str, Any] = options
 
-    def config(self) -> dict[str, Any]:
+    def config(self) -> JsonObject:
         """Serializable settings needed to rebuild this endpoint (no key, ever)."""
         return {}
 
@@ -235,6 +237,7 @@ class CLIEndpoint(Endpoint):
 
     is_cli: ClassVar[bool] = True
 
+    # Any: an agent's options, each its own type, kept for its command line
     def __init__(self, model: str, **options: Any):
         super().__init__(model, **options)
         self.session_id: str | None = None

@@ -54,8 +54,9 @@ from ...errors import (
     ProviderError,
     ProviderTimeoutError,
 )
+from ...shapes import JsonObject
 from ..clean import loads
-from ..mapped_options import leave_out_unmapped
+from ..mapped_options import join_tools, leave_out_unmapped
 from ..secrets import redact
 from ._http import backoff
 from ._http_errors import error_from_payload, error_from_response, exhausted, request_id_of, tag
@@ -197,10 +198,11 @@ class BatchService:
     def _url(self, path: str) -> str:
         return self.endpoint.request_url + path
 
-    def body(self, request: ChatRequest) -> dict[str, Any]:
+    def body(self, request: ChatRequest) -> JsonObject:
         """The body a live, non-streamed call would send for ``request``."""
         request.options = {**self.endpoint.options, **request.options}
         leave_out_unmapped(self.endpoint, request.options)  # as a live call does
+        join_tools(request)
         request.stream = False
         built = self._build(request)
         body = dict(built[0])
@@ -225,14 +227,14 @@ class BatchService:
     async def cancel(self, batch_id: str) -> BatchStatus:
         raise NotImplementedError
 
-    def result_lines(self, status: BatchStatus) -> AsyncIterator[dict[str, Any]]:
+    def result_lines(self, status: BatchStatus) -> AsyncIterator[JsonObject]:
         """The provider's result lines for an ended batch, as it sent them, one at a time."""
         raise NotImplementedError
 
     def _outcome(self, line: dict[str, Any]) -> BatchOutcome:
         raise NotImplementedError
 
-    def outcome(self, line: dict[str, Any]) -> BatchOutcome:
+    def outcome(self, line: JsonObject) -> BatchOutcome:
         """The outcome of one result line; a line of the wrong shape fails its request only."""
         try:
             return self._outcome(line)
@@ -336,7 +338,7 @@ class OpenAIBatches(BatchService):
             raw=data,
         )
 
-    async def result_lines(self, status: BatchStatus) -> AsyncIterator[dict[str, Any]]:
+    async def result_lines(self, status: BatchStatus) -> AsyncIterator[JsonObject]:
         for key in ("output_file_id", "error_file_id"):
             file_id = status.raw.get(key)
             if not file_id or not isinstance(file_id, str):
@@ -408,7 +410,7 @@ class AnthropicBatches(BatchService):
             raw=data,
         )
 
-    async def result_lines(self, status: BatchStatus) -> AsyncIterator[dict[str, Any]]:
+    async def result_lines(self, status: BatchStatus) -> AsyncIterator[JsonObject]:
         url = self._url(f"/v1/messages/batches/{status.id}/results")
         given = status.raw.get("results_url")
         if isinstance(given, str) and _same_origin(given, self.endpoint.request_url):
@@ -469,6 +471,7 @@ def _same_origin(url: str, base: str) -> bool:
     return (a.scheme, a.hostname, a.port) == (b.scheme, b.hostname, b.port)
 
 
+# Any: an iModel or an endpoint (imodel imports the batch services)
 def provider_batch_service(model: Any) -> BatchService:
     """The batch service of an iModel's (or an endpoint's) provider; a clear error for one
     without any. `lion_nb.models.batch_service` puts it behind the cassette in force."""

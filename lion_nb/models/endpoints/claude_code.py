@@ -22,6 +22,7 @@ import warnings
 from typing import Any, ClassVar, Literal
 
 from ...errors import ConfigurationError
+from ...shapes import JsonObject
 from ..stream import StreamChunk
 from ..usage import finite_usd
 from ._subprocess import (
@@ -251,6 +252,7 @@ class ClaudeCodeEndpoint(SubprocessCLIEndpoint):
         include_partial: bool = False,
         max_turns: int | None = None,
         mcp_config: str | None = None,
+        # Any: the settings `CLIEndpoint.__init__` takes, passed on
         **kwargs: Any,
     ):
         if permission_mode is not None and permission_mode not in PERMISSION_MODES:
@@ -273,7 +275,7 @@ class ClaudeCodeEndpoint(SubprocessCLIEndpoint):
         names.append("mcp_config")
         return [*names, *super().setting_names()]
 
-    def config(self) -> dict[str, Any]:
+    def config(self) -> JsonObject:
         data = super().config()
         if self.permission_mode is not None:
             data["permission_mode"] = self.permission_mode

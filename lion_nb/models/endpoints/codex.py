@@ -21,6 +21,7 @@ import re
 from typing import Any, ClassVar
 
 from ...errors import ConfigurationError
+from ...shapes import JsonObject
 from ..reasoning import check_reasoning
 from ..stream import StreamChunk
 from ._subprocess import (
@@ -228,6 +229,7 @@ class CodexEndpoint(SubprocessCLIEndpoint):
         sandbox: str | None = None,
         bypass_permissions: bool = False,
         skip_git_repo_check: bool = False,
+        # Any: the settings `CLIEndpoint.__init__` takes, passed on
         **kwargs: Any,
     ):
         if sandbox is not None and sandbox not in SANDBOXES:
@@ -243,7 +245,7 @@ class CodexEndpoint(SubprocessCLIEndpoint):
     def setting_names(cls) -> list[str]:
         return ["sandbox", "bypass_permissions", "skip_git_repo_check", *super().setting_names()]
 
-    def config(self) -> dict[str, Any]:
+    def config(self) -> JsonObject:
         data = super().config()
         if self.sandbox is not None:
             data["sandbox"] = self.sandbox

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from ...errors import ConfigurationError
+from ...shapes import JsonObject
 from ..stream import StreamChunk
 from ._subprocess import (
     ChunkTranslator,
@@ -152,6 +153,7 @@ class GeminiCLIEndpoint(SubprocessCLIEndpoint):
         *,
         approval_mode: str | None = None,
         bypass_permissions: bool = False,
+        # Any: the settings `CLIEndpoint.__init__` takes, passed on
         **kwargs: Any,
     ):
         if approval_mode is not None and approval_mode not in APPROVAL_MODES:
@@ -167,7 +169,7 @@ class GeminiCLIEndpoint(SubprocessCLIEndpoint):
     def setting_names(cls) -> list[str]:
         return ["approval_mode", "bypass_permissions", *super().setting_names()]
 
-    def config(self) -> dict[str, Any]:
+    def config(self) -> JsonObject:
         data = super().config()
         if self.approval_mode is not None:
             data["approval_mode"] = self.approval_mode

@@ -55,6 +55,7 @@ from ...errors import (
     ScriptExhaustedError,
     ServerError,
 )
+from ...shapes import JsonObject
 from ...tokens import estimate_message_tokens, estimate_tokens
 from ..usage import usage_dict
 from ._fake_json import example_for
@@ -90,6 +91,7 @@ class OfflineEndpoint(APIEndpoint):
         self,
         model: str = "auto",
         *,
+        # Any: scripted answers of any kind a test gives; a function's own signature
         responses: list[Any] | None = None,
         function: Callable[..., Any] | None = None,
         delay: float = 0.0,
@@ -127,7 +129,7 @@ class OfflineEndpoint(APIEndpoint):
         self._signature: tuple[Callable[..., Any], frozenset[str] | None] | None = None
 
     # -- configuration ------------------------------------------------------------------------
-    def config(self) -> dict[str, Any]:
+    def config(self) -> JsonObject:
         data: dict[str, Any] = {}
         if self.model == "scripted":
             data["responses"] = copy.deepcopy(self.responses)
@@ -135,7 +137,7 @@ class OfflineEndpoint(APIEndpoint):
             data["delay"] = self.delay
         return data
 
-    def live_config(self) -> dict[str, Any]:
+    def live_config(self) -> JsonObject:
         """Settings that only make sense in this process (the function of ``function``)."""
         return {"function": self.function} if self.function is not None else {}
 

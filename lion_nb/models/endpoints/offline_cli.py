@@ -20,6 +20,7 @@ import anyio
 from pydantic import ValidationError
 
 from ...errors import ConfigurationError, ScriptExhaustedError
+from ...shapes import JsonObject
 from ...tokens import estimate_tokens
 from ..stream import StreamChunk
 from .base import CLIEndpoint, CLIRequest
@@ -39,6 +40,7 @@ class OfflineCLIEndpoint(CLIEndpoint):
         self,
         model: str = "auto",
         *,
+        # Any: scripted events of any kind a test gives
         turns: list[list[Any]] | None = None,
         delay: float = 0.0,
         **options: Any,
@@ -62,7 +64,7 @@ class OfflineCLIEndpoint(CLIEndpoint):
         self._own_session = f"offline-{uuid.uuid4().hex[:16]}"
         self._played = 0
 
-    def config(self) -> dict[str, Any]:
+    def config(self) -> JsonObject:
         data: dict[str, Any] = {}
         if self.model == "scripted":
             data["turns"] = [

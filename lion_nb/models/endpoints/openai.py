@@ -5,7 +5,9 @@ OpenRouter, Groq and the like: requests go to ``{base_url}/chat/completions``, o
 ``api="responses"`` to ``{base_url}/responses`` (the Responses API, `_responses`). OpenAI's
 own host defaults to ``responses``, every other server to ``chat``, the form they all speak.
 ``reasoning=`` (`lion_nb.models.reasoning`) is sent as ``reasoning_effort`` on Chat
-Completions and as ``reasoning: {"effort", "summary": "auto"}`` on the Responses API.
+Completions and as ``reasoning: {"effort", "summary": "auto"}`` on the Responses API. OpenAI's
+reasoning models refuse ``max_tokens`` on Chat Completions: theirs goes as
+``max_completion_tokens``.
 
 - A call streams when the request asks for it or someone listens (`streaming_to`); text
   fragments go to `emit_text_delta` as they arrive, and the usage comes from
@@ -71,9 +73,10 @@ from urllib.parse import urlsplit
 from httpx_sse import ServerSentEvent
 
 from ...errors import ConfigurationError, ProviderError
+from ...shapes import JsonObject
 from ..citations import CITATIONS, chat_citations
 from ..media import text_only
-from ..reasoning import RECORD
+from ..reasoning import RECORD, check_openai_effort, openai_reasoning_model
 from ..usage import openai_usage
 from . import PRESET_SETTINGS
 from . import _responses as responses_api
@@ -112,7 +115,7 @@ _NO_VISION = "this model does not read images or files, so it was described inst
 _MEDIA_WORDS = re.compile(r"image|vision|multimodal|file part|\bfile\b|pdf", re.IGNORECASE)
 
 
-def has_media(messages: list[dict[str, Any]]) -> bool:
+def has_media(messages: list[JsonObject]) -> bool:
     """Whether any message carries an image or a file part."""
     return any(
         isinstance(m.get("content"), list)
@@ -151,6 +154,7 @@ class OpenAIEndpoint(HTTPEndpoint):
     default_key_env: ClassVar[str | None] = "OPENAI_API_KEY"
     takes_reasoning: ClassVar[bool] = True
 
+    # Any: the settings `Endpoint.__init__` takes, passed on
     def __init__(self, model: str, **kwargs: Any):
         form = check_form(kwargs.pop("structured_output", None) or "json_schema")
         history = kwargs.pop("tool_history", None)
@@ -172,7 +176,7 @@ class OpenAIEndpoint(HTTPEndpoint):
         self.tool_history = _check_tool_history(history or self._implied_tool_history())
         self._working_form: str | None = None  # the form a refusal made this model switch to
 
-    def config(self) -> dict[str, Any]:
+    def config(self) -> JsonObject:
         data = super().config()
         implied = PRESET_SETTINGS.get(self.preset or "", {}).get("structured_output")
         if self.structured_output != (implied or "json_schema"):
@@ -253,6 +257,7 @@ class OpenAIEndpoint(HTTPEndpoint):
         options = {k: v for k, v in request.options.items() if v is not None}
         stream = bool(options.pop("stream", False)) or request.stream or wants_stream()
         effort = options.pop("reasoning", None)
+        check_openai_effort(self.model, effort)
         cache_key = (
             request.cache_key if self.preset is None and getattr(self, "cache", True) else None
         )
@@ -319,6 +324,7 @@ class OpenAIEndpoint(HTTPEndpoint):
         options = {k: v for k, v in request.options.items() if v is not None}
         stream = bool(options.pop("stream", False)) or request.stream or wants_stream()
         effort = options.pop("reasoning", None)
+        check_openai_effort(self.model, effort)
         body: dict[str, Any] = {
             "model": self.model,
             "messages": _wire_messages(request.messages),
@@ -326,6 +332,9 @@ class OpenAIEndpoint(HTTPEndpoint):
         }
         if effort is not None:
             body["reasoning_effort"] = effort
+        if "max_tokens" in body and openai_reasoning_model(self.model):  # refused there
+            limit = body.pop("max_tokens")
+            body.setdefault("max_completion_tokens", limit)
         if self.tool_history == "text":  # every request, with or without tools offered
             body["messages"] = text_tool_history(body["messages"])
         if self.preset in _STRING_CONTENT_PRESETS:
@@ -444,7 +453,7 @@ def _wire_message(msg: dict[str, Any]) -> dict[str, Any]:
     return {**msg, "tool_calls": wire}
 
 
-def string_content(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def string_content(messages: list[JsonObject]) -> list[JsonObject]:
     """``messages`` with each content made only of text parts as one string.
 
     llama-cpp-python's built-in chat formats keep a message's content only when it is a
@@ -476,7 +485,7 @@ def _check_tool_history(form: object) -> str:
     return form
 
 
-def text_tool_history(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def text_tool_history(messages: list[JsonObject]) -> list[JsonObject]:
     """The history with tool calls and their results written as text in the assistant's turn.
 
     Consecutive assistant turns are merged, so user and assistant alternate as strict

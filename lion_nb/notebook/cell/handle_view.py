@@ -58,8 +58,10 @@ class HandleView(TurnView):
         super().__init__(info)
         from ...widgets._spend import TurnSpend
         from ...widgets._throttle import Throttle
+        from .thinking_text import ThinkingText
 
         self._handle: Any = None
+        self._thinking = ThinkingText()
         self._spend = TurnSpend()
         self._text: list[str] = []
         self._steps: list[str] = []
@@ -75,7 +77,13 @@ class HandleView(TurnView):
         self._update(self._bundle(streaming=True))
 
     def text(self, fragment: str) -> None:
+        if fragment:
+            self._thought()  # the answer started: the thinking folds into its summary
         self._text.append(fragment)
+        self._throttle.poke()
+
+    def thinking(self, fragment: str) -> None:
+        self._thinking.add(fragment)
         self._throttle.poke()
 
     def message(self, message: Any) -> None:
@@ -83,6 +91,8 @@ class HandleView(TurnView):
 
         kind = getattr(message, "kind", "")
         self._incomplete = self._incomplete or is_incomplete(message)
+        if kind in ("action_request", "assistant_response"):
+            self._thought()
         if kind == "action_request":
             self._steps.append(f"→ {message.rendered}")
         elif kind == "action_response":
@@ -99,11 +109,13 @@ class HandleView(TurnView):
 
     def finish(self, result: Any) -> None:
         self._throttle.cancel()
+        self._thought()
         self._update(self._footer())
         show_answer(result, self.info)
 
     def fail(self, error: BaseException, *, interrupted: bool = False) -> None:
         self._throttle.cancel()
+        self._thought()
         what = "interrupted" if interrupted else f"failed: {type(error).__name__}"
         if self._incomplete:
             from ...operations.early_end import KEPT_NOTE
@@ -112,16 +124,24 @@ class HandleView(TurnView):
         self._update(self._bundle(streaming=False, status=what))
 
     # -- output ----------------------------------------------------------------------------
+    def _thought(self) -> None:
+        """End a running thinking phase: its summary line goes with the turn's steps."""
+        summary = self._thinking.stop()
+        if summary:
+            self._steps.append(f"[{summary}]")
+
     def _footer(self) -> dict[str, Any]:
-        """The handle's last state: the cost footer, or empty when no call was recorded."""
+        """The handle's last state: how long the turn thought and the cost footer, or empty
+        when neither applies."""
         from html import escape
 
         if self._spend.calls and self.info.branch_cost is not None:
             self._spend.total = self.info.branch_cost()
-        line = self._spend.line()
-        if not line:
+        lines = [line for line in (self._thinking.total(), self._spend.line()) if line]
+        if not lines:
             return _EMPTY
-        return {"text/plain": f"[{line}]", "text/html": f"<small>{escape(line)}</small>"}
+        plain = "\n".join(f"[{line}]" for line in lines)
+        return {"text/plain": plain, "text/html": f"<small>{escape(' · '.join(lines))}</small>"}
 
     def _flush(self) -> None:
         self._update(self._bundle(streaming=True))
@@ -147,7 +167,8 @@ class HandleView(TurnView):
 
         text = clean_text("".join(self._text))  # not a message yet: made clean here
         steps = "\n".join(self._steps)
-        plain = "\n".join(part for part in (f"[{head}]", steps, text) if part)
+        thinking, thinking_html = self._running_thinking()
+        plain = "\n".join(part for part in (f"[{head}]", steps, thinking, text) if part)
         if info.fmt == "markdown" and text:
             from .output_formats import markdown_html
 
@@ -155,8 +176,22 @@ class HandleView(TurnView):
         else:
             body = f"<pre>{escape(text)}</pre>" if text else ""
         steps_html = f"<pre>{escape(steps)}</pre>" if steps else ""
-        html = f"<div><small>{escape(head)}</small>{steps_html}{body}</div>"
+        html = f"<div><small>{escape(head)}</small>{steps_html}{thinking_html}{body}</div>"
         return {"text/html": html, "text/plain": plain}
+
+    def _running_thinking(self) -> tuple[str, str]:
+        """The running thinking phase as text and HTML: its head (elapsed time, tokens) and
+        its newest part, open; ("", "") when the model is not thinking."""
+        if not self._thinking.running:
+            return "", ""
+        from ...rendering.answer_parts import thinking_details_html, thinking_html
+
+        head = self._thinking.head()
+        tail, skipped = self._thinking.tail()
+        more = f"[… {skipped:,} characters before …]\n" if skipped else ""
+        plain = f"[{head}]\n" + "\n".join(f"│ {line}" for line in f"{more}{tail}".split("\n"))
+        html = thinking_details_html(thinking_html(f"{more}{tail}"), head)
+        return plain, html.replace("<details ", "<details open ", 1)
 
 
 def widget_frontend() -> bool:

@@ -3,7 +3,8 @@
 Importing this package registers them all, in the order ``%lion help`` lists them: the
 branch subcommands of `registry` itself, then `session` (models, tools, save/load, config,
 runs), `store`, `extend`, `cassette`, `mcp` and `serve`. The modules import `registry`; it imports none of
-them, and none of them imports the magics above.
+them, and none of them imports the magics above: each subcommand takes the line's
+`CommandContext` (`command_context`), which the magics build.
 """
 
 from __future__ import annotations

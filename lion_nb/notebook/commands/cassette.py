@@ -10,12 +10,17 @@ it; ``%lion cassette`` alone says what is in force (``LION_NB_CASSETTE_MODE`` in
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from IPython.core.error import UsageError
 
 from ...models.cassettes._modes import MODE_HELP, MODES
 from .registry import _short, arg, command, file_problem
+
+if TYPE_CHECKING:
+    from argparse import Namespace
+
+    from .command_context import CommandContext
 
 __all__: list[str] = []
 
@@ -32,7 +37,7 @@ __all__: list[str] = []
     ),
     arg("--off", action="store_true", help="stop using the cassette: calls go to the providers"),
 )
-def _cassette(magics: Any, args: Any) -> None:
+def _cassette(ctx: CommandContext, args: Namespace) -> None:
     from ...models.cassettes import Cassette, CassetteError, current_cassette, use_cassette
 
     if args.off:

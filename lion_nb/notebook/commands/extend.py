@@ -13,12 +13,17 @@ Installed entry-point extensions are loaded into every Session the notebook atta
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 
 from ..cell.output_formats import Table
 from .registry import arg, command
+
+if TYPE_CHECKING:
+    from argparse import Namespace
+
+    from .command_context import CommandContext
 
 __all__: list[str] = []  # registers `%lion extend`
 
@@ -33,7 +38,7 @@ __all__: list[str] = []  # registers `%lion extend`
         help="load the installed extensions (entry point group lion_nb.extensions)",
     ),
 )
-def _extend(magics: Any, args: Any) -> Any:
+def _extend(ctx: CommandContext, args: Namespace) -> Any:
     from ...extensions import (
         ExtensionError,
         load_entry_point_extensions,
@@ -41,7 +46,7 @@ def _extend(magics: Any, args: Any) -> Any:
         loaded_extensions,
     )
 
-    session = magics.state.session
+    session = ctx.state.session
     if args.entry_points:
         if args.ref:
             raise UsageError(

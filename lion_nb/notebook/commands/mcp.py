@@ -25,12 +25,17 @@ kernel's loop at its first call.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 
 from ..cell.output_formats import Table
 from .registry import arg, awaited, command
+
+if TYPE_CHECKING:
+    from argparse import Namespace
+
+    from .command_context import CommandContext
 
 __all__: list[str] = []
 
@@ -61,8 +66,8 @@ _APPROVE = {"true": True, "false": False, "ask": "ask"}
     arg("command", nargs="*", help="-- CMD ARGS: the stdio server to start (after `--`)"),
     trailing="command",
 )
-async def _mcp(magics: Any, args: Any) -> Any:
-    servers = magics.state.mcp
+async def _mcp(ctx: CommandContext, args: Namespace) -> Any:
+    servers = ctx.state.mcp
     if args.action == "list":
         return _listing(servers)
     if not args.name:
@@ -74,21 +79,21 @@ async def _mcp(magics: Any, args: Any) -> Any:
         await server.aclose()
         print(f"MCP server `{args.name}` stopped and removed.")
         return None
-    return await _add(magics, args, servers)
+    return await _add(ctx, args, servers)
 
 
 @awaited("mcp")
-async def _mcp_awaited(magics: Any, args: Any, *, assigned: bool = True) -> Any:
+async def _mcp_awaited(ctx: CommandContext, args: Namespace, *, assigned: bool = True) -> Any:
     """An awaited ``%lion mcp`` line: the connection then lives on the kernel's loop."""
-    return await _mcp(magics, args)
+    return await _mcp(ctx, args)
 
 
-async def _add(magics: Any, args: Any, servers: dict[str, Any]) -> Any:
+async def _add(ctx: CommandContext, args: Namespace, servers: dict[str, Any]) -> Any:
     from ...errors import MCPError
     from ...mcp.server import MCPServer
     from ...models.cassettes import CassetteError
 
-    expand = magics.shell.var_expand  # `{python}`, `$TOKEN_FILE`: as in any line magic
+    expand = ctx.shell.var_expand  # `{python}`, `$TOKEN_FILE`: as in any line magic
     command = [expand(w) for w in args.command] if args.command else None
     if args.url:
         args.url = expand(args.url)

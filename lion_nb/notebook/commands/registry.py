@@ -1,10 +1,24 @@
 """The ``%lion`` subcommands' registry and dispatch, and the branch subcommands (branches,
 switch, new, clone, remove, history, signals); the other groups register from their modules.
 
-Each subcommand is a function ``(magics, args) -> value`` with its own IPython argument
-parser (``%lion help NAME`` prints it). Subcommands that show something return a `Table`, so
-the cell displays it and a variable can keep it (``t = %lion branches``). ``ask`` and
-``explain`` call a model and are awaited like ``%%lion`` cells.
+Each subcommand is a function ``(ctx: CommandContext, args: Namespace) -> value`` with its
+own IPython argument parser (``%lion help NAME`` prints it); an ``async def`` one is awaited
+(on a helper loop from synchronous code), and `awaited` registers how an awaited line runs
+it: ``async (ctx, args, *, assigned) -> value``. ``ctx`` is the line's `CommandContext`
+(`command_context`), built once per line by the magics: ``ctx.state``, ``ctx.shell``,
+``ctx.aliases``, ``ctx.output_format``, ``ctx.cell_context()``, ``ctx.persistence()``,
+``ctx.turn(...)``, and ``ctx.settings.get/set(NAME)`` for any ``LionMagics`` option.
+Subcommands that show something return a `Table`, so the cell displays it and a variable can
+keep it (``t = %lion branches``). ``ask`` and ``explain`` call a model and are awaited like
+``%%lion`` cells. A new group is a module that registers with `command` and `arg`::
+
+    @command("trace", "Show the last turn's spans.", arg("-n", type=int, default=10))
+    def _trace(ctx: CommandContext, args: Namespace) -> Table: ...
+
+A subcommand written against the magics object, ``(magics, args)``, converts by its first
+parameter: the context's names are the magics' own (``magics.state`` is ``ctx.state``);
+an option set by assignment (``magics.aliases = x``) becomes ``ctx.settings.set("aliases",
+x)``.
 """
 
 from __future__ import annotations
@@ -13,12 +27,17 @@ import datetime as _dt
 import difflib
 import inspect
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import MagicArgumentParser
 
 from ..cell.output_formats import Table
+
+if TYPE_CHECKING:
+    from argparse import Namespace
+
+    from .command_context import CommandContext
 
 __all__ = ["COMMANDS", "dispatch", "dispatch_async"]
 
@@ -43,7 +62,7 @@ class _Command:
         self.name, self.func, self.summary, self.parser = name, func, summary, parser
         #: the argument that takes every word after `--` as it is (a command to run)
         self.trailing = trailing
-        #: ``async (magics, args, *, assigned)``: how an awaited line runs it (see `awaited`)
+        #: ``async (ctx, args, *, assigned)``: how an awaited line runs it (see `awaited`)
         self.awaited: Callable[..., Any] | None = None
 
 
@@ -77,7 +96,7 @@ def arg(*flags: str, **kw: Any) -> tuple[tuple, dict]:
 
 
 def awaited(name: str) -> Callable[[Callable], Callable]:
-    """Register ``async func(magics, args, *, assigned)`` as how an awaited ``%lion NAME``
+    """Register ``async func(ctx, args, *, assigned)`` as how an awaited ``%lion NAME``
     line runs (on the kernel's loop, like a ``%%lion`` cell); `command` registers NAME."""
 
     def decorate(func: Callable) -> Callable:
@@ -126,12 +145,12 @@ def _parse(cmd: _Command, rest: str) -> Any:
         raise UsageError(
             f"`%lion {cmd.name} {shown}`: {exc}. `%lion help {cmd.name}` shows its usage."
         ) from None
-    if after is not None:
+    if after is not None and cmd.trailing:
         setattr(args, cmd.trailing, [*(getattr(args, cmd.trailing) or []), *after])
     return args
 
 
-def dispatch(magics: Any, line: str, *, assigned: bool = True) -> Any:
+def dispatch(ctx: CommandContext, line: str, *, assigned: bool = True) -> Any:
     """Run a subcommand from synchronous code. ``ask`` and ``explain`` drive their turn with
     `run_sync`, except ``ask --bg``, which starts on this thread's loop and returns the handle.
     Unassigned (``assigned=False``), their answer is the cell's value and they return ``None``.
@@ -140,44 +159,44 @@ def dispatch(magics: Any, line: str, *, assigned: bool = True) -> Any:
 
     name, rest = _split(line)
     if name == "ask":
-        opts = magics.parse_turn(rest, "%lion ask", prompt=True)
+        opts = ctx.parse_turn(rest, "%lion ask", prompt=True)
         if opts is None:
             return None
         if opts.bg:
-            handle = magics.start_background(opts, _prompt(opts), cell_value=not assigned)
+            handle = ctx.start_background(opts, _prompt(opts), cell_value=not assigned)
             return handle if assigned else None
-        return run_sync(_ask(magics, opts, assigned=assigned))
+        return run_sync(_ask(ctx, opts, assigned=assigned))
     cmd = _find(name)
     args = _parse(cmd, rest)
     if args is None:
         return None
     if name == "explain":
-        return cmd.func(magics, args, assigned=assigned)
-    result = cmd.func(magics, args)
+        return cmd.func(ctx, args, assigned=assigned)
+    result = cmd.func(ctx, args)
     if inspect.iscoroutine(result):  # `%lion mcp`, not awaited by the cell
         return run_sync(result)
     return result
 
 
-async def dispatch_async(magics: Any, line: str, *, assigned: bool = True) -> Any:
+async def dispatch_async(ctx: CommandContext, line: str, *, assigned: bool = True) -> Any:
     """Run any subcommand from an awaited line (``ask`` / ``explain`` on the running loop)."""
     name, rest = _split(line)
     if name == "ask":
-        opts = magics.parse_turn(rest, "%lion ask", prompt=True)
+        opts = ctx.parse_turn(rest, "%lion ask", prompt=True)
         if opts is None:
             return None
-        return await _ask(magics, opts, assigned=assigned)
+        return await _ask(ctx, opts, assigned=assigned)
     cmd = COMMANDS.get(name)
     if cmd is not None and cmd.awaited is not None:
         args = _parse(cmd, rest)
         if args is None:
             return None
-        return await cmd.awaited(magics, args, assigned=assigned)
-    return dispatch(magics, line, assigned=assigned)
+        return await cmd.awaited(ctx, args, assigned=assigned)
+    return dispatch(ctx, line, assigned=assigned)
 
 
-async def _ask(magics: Any, opts: Any, *, assigned: bool) -> Any:
-    result = await magics.turn(opts, _prompt(opts), cell_value=not assigned)
+async def _ask(ctx: CommandContext, opts: Any, *, assigned: bool) -> Any:
+    result = await ctx.turn(opts, _prompt(opts), cell_value=not assigned)
     return result if assigned else None
 
 
@@ -198,8 +217,8 @@ def _count(value: int, command: str, what: str) -> int:
     return value
 
 
-def _branch(magics: Any, name: str | None) -> Any:
-    state = magics.state
+def _branch(ctx: CommandContext, name: str | None) -> Any:
+    state = ctx.state
     branch = state.branch(name)
     if branch is None:
         names = ", ".join(f"`{b.name}`" for b in state.session.branches) or "none"
@@ -268,7 +287,7 @@ Examples:
 
 
 @command("help", "Show this help, or one subcommand's usage.", arg("topic", nargs="?"))
-def _help(magics: Any, args: Any) -> None:
+def _help(ctx: CommandContext, args: Namespace) -> None:
     if args.topic:
         print(_usage(_ALIASES.get(args.topic, args.topic)))
         return
@@ -287,8 +306,8 @@ def _usage(topic: str) -> str:
 
 # -- branches ----------------------------------------------------------------------------------
 @command("branches", "List the branches (alias: ls).")
-def _branches(magics: Any, args: Any) -> Table:
-    state = magics.state
+def _branches(ctx: CommandContext, args: Namespace) -> Table:
+    state = ctx.state
     active = state.branch()
     rows = []
     for b in state.session.branches:
@@ -307,9 +326,9 @@ def _branches(magics: Any, args: Any) -> Table:
 
 
 @command("switch", "Make a branch the active one (aliases: use, checkout).", arg("name"))
-def _switch(magics: Any, args: Any) -> None:
-    branch = _branch(magics, args.name)
-    magics.state.set_active(branch)
+def _switch(ctx: CommandContext, args: Namespace) -> None:
+    branch = _branch(ctx, args.name)
+    ctx.state.set_active(branch)
     print(f"Active branch: `{branch.name}`.")
 
 
@@ -320,10 +339,10 @@ def _switch(magics: Any, args: Any) -> None:
     arg("-m", "--model", metavar="MODEL", help="alias, iModel variable or provider/model"),
     arg("-s", "--system", metavar="TEXT", help="system prompt"),
 )
-def _new(magics: Any, args: Any) -> Any:
+def _new(ctx: CommandContext, args: Namespace) -> Any:
     from ..cell.plan import default_model, model_for
 
-    state = magics.state
+    state = ctx.state
     if state.branch(args.name) is not None:
         raise UsageError(
             f"`%lion new {args.name}`: that branch exists; `%lion switch {args.name}` uses it."
@@ -331,8 +350,8 @@ def _new(magics: Any, args: Any) -> Any:
     from ...models.secrets import scrub
 
     given = args.model is not None
-    ctx = magics.cell_context()
-    model = model_for(ctx, args.model, None) if given else default_model(ctx)
+    cell = ctx.cell_context()
+    model = model_for(cell, args.model, None) if given else default_model(cell)
     system = scrub(args.system) if args.system else args.system  # cell source, like a prompt
     branch = state.session.new_branch(name=args.name, system=system, chat_model=model)
     state.set_active(branch)
@@ -345,13 +364,13 @@ def _new(magics: Any, args: Any) -> Any:
     arg("name", help="name of the copy"),
     arg("--from", dest="source", metavar="BRANCH", help="branch to copy (default: the active one)"),
 )
-def _clone(magics: Any, args: Any) -> None:
-    state = magics.state
+def _clone(ctx: CommandContext, args: Namespace) -> None:
+    state = ctx.state
     if state.branch(args.name) is not None:
         raise UsageError(
             f"`%lion clone {args.name}`: a branch with that name exists; pick another name."
         )
-    source = _branch(magics, args.source)
+    source = _branch(ctx, args.source)
     copy = state.session.split(source)
     copy.name = args.name
     state.set_active(copy)
@@ -366,12 +385,12 @@ def _clone(magics: Any, args: Any) -> None:
     arg("name"),
     arg("--force", action="store_true", help="remove it even if it is the active branch"),
 )
-def _remove(magics: Any, args: Any) -> None:
+def _remove(ctx: CommandContext, args: Namespace) -> None:
     """Removing the active branch discards the conversation the next cell would continue,
     so it needs ``--force``; the session then always keeps an active branch: the session's
     next default one, or a new empty one named like the default (``main``)."""
-    state = magics.state
-    branch = _branch(magics, args.name)
+    state = ctx.state
+    branch = _branch(ctx, args.name)
     if state.busy(branch) is not None:
         raise UsageError(
             f"`%lion remove {args.name}`: a background run is using it; cancel it first."
@@ -390,7 +409,7 @@ def _remove(magics: Any, args: Any) -> None:
             from ..cell.plan import default_model
 
             now = state.session.new_branch(
-                name=state.default_branch_name, chat_model=default_model(magics.cell_context())
+                name=state.default_branch_name, chat_model=default_model(ctx.cell_context())
             )
         state.set_active(now)
     now = state.branch()
@@ -407,9 +426,9 @@ def _remove(magics: Any, args: Any) -> None:
     arg("name", nargs="?", help="branch (default: the active one)"),
     arg("-n", type=int, default=20, help="how many of the last messages (0 = all)"),
 )
-def _history(magics: Any, args: Any) -> Table:
+def _history(ctx: CommandContext, args: Namespace) -> Table:
     count = _count(args.n, "history", "messages")
-    branch = _branch(magics, args.name)
+    branch = _branch(ctx, args.name)
     messages = list(branch.messages)
     start = max(0, len(messages) - count) if count else 0
     rows = []
@@ -457,9 +476,9 @@ def _cell_label(tag: Any) -> Any:
     arg("-n", type=int, default=30, help="how many of the last signals (0 = all)"),
     arg("--kind", metavar="NAME", help="only this signal type, e.g. RunEnd"),
 )
-def _signals(magics: Any, args: Any) -> Table:
+def _signals(ctx: CommandContext, args: Namespace) -> Table:
     count = _count(args.n, "signals", "signals")
-    signals = list(magics.state.signals)
+    signals = list(ctx.state.signals)
     if args.kind:
         signals = [s for s in signals if s.kind == args.kind]
     if count:

@@ -38,8 +38,8 @@ _RUNNING: dict[int, Any] = {}  # id(notebook state) -> its endpoint
     ),
     arg("--branch", default="served", help="the branch its calls are recorded on"),
 )
-def _serve(magics: Any, args: Any) -> Any:
-    key = id(magics.state)
+def _serve(ctx: Any, args: Any) -> Any:
+    key = id(ctx.state)
     running = _RUNNING.get(key)
     if args.stop:
         if running is None:
@@ -59,22 +59,22 @@ def _serve(magics: Any, args: Any) -> Any:
         raise UsageError(
             "`%lion serve` needs the kernel's running loop: run it in a notebook (a kernel)."
         ) from None
-    return _start(magics, args, loop, key)
+    return _start(ctx, args, loop, key)
 
 
-def _start(magics: Any, args: Any, loop: asyncio.AbstractEventLoop, key: int) -> Any:
+def _start(ctx: Any, args: Any, loop: asyncio.AbstractEventLoop, key: int) -> Any:
     from IPython.display import display
 
     from ...widgets.turn import TurnWidget
     from ..agent.endpoint import NotebookEndpoint
 
-    session = magics.state.session
+    session = ctx.state.session
     branch = next((b for b in session.branches if b.name == args.branch), None)
     if branch is None:
         branch = session.new_branch(name=args.branch)
     card = TurnWidget("MCP server · notebook tools", markdown=False)
     endpoint = NotebookEndpoint(
-        branch, loop=loop, approve=_APPROVE[args.approve], shell=magics.shell, card=card
+        branch, loop=loop, approve=_APPROVE[args.approve], shell=ctx.shell, card=card
     )
     try:
         endpoint.start()
@@ -100,7 +100,7 @@ def _start(magics: Any, args: Any, loop: asyncio.AbstractEventLoop, key: int) ->
 
 
 @awaited("serve")
-async def _serve_awaited(magics: Any, args: Any, *, assigned: bool = True) -> Any:
+async def _serve_awaited(ctx: Any, args: Any, *, assigned: bool = True) -> Any:
     """An awaited ``%lion serve``: on the kernel's loop, where the calls then run."""
-    result = _serve(magics, args)
+    result = _serve(ctx, args)
     return result if assigned else None

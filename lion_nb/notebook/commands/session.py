@@ -17,12 +17,17 @@ import ast
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 
 from ..cell.output_formats import Table
 from .registry import _branch, _model_label, _short, arg, awaited, command, file_problem
+
+if TYPE_CHECKING:
+    from argparse import Namespace
+
+    from .command_context import CommandContext
 
 __all__ = ["explain"]
 
@@ -31,11 +36,11 @@ FILE_FORMAT = "lion_nb.session/1"
 
 # -- models ------------------------------------------------------------------------------------
 @command("models", "List each branch's model, the aliases and the default for new branches.")
-def _models(magics: Any, args: Any) -> Table:
+def _models(ctx: CommandContext, args: Namespace) -> Table:
     from ...models.endpoints import ENDPOINTS, PRESETS
     from ...settings import default_chat_model
 
-    state = magics.state
+    state = ctx.state
     rows = [
         {
             "name": b.name or str(b.id),
@@ -46,18 +51,17 @@ def _models(magics: Any, args: Any) -> Table:
         for b in state.session.branches
     ]
     rows += [
-        {"name": k, "kind": "alias", "model": v, "cli": ""}
-        for k, v in sorted(magics.aliases.items())
+        {"name": k, "kind": "alias", "model": v, "cli": ""} for k, v in sorted(ctx.aliases.items())
     ]
-    default = magics.default_model or "/".join(default_chat_model())
+    default = ctx.default_model or "/".join(default_chat_model())
     rows.append({"name": "(new branches)", "kind": "default", "model": default, "cli": ""})
     providers = ", ".join(sorted([*ENDPOINTS, *PRESETS]))
     return Table(["name", "kind", "model", "cli"], rows, title=f"models · providers: {providers}")
 
 
 @command("cost", "What the session's model calls cost, by branch and model.")
-def _cost(magics: Any, args: Any) -> Table:
-    session = magics.state.session
+def _cost(ctx: CommandContext, args: Namespace) -> Table:
+    session = ctx.state.session
     groups: dict[tuple[str, str], dict[str, Any]] = {}
     for row in session.costs():
         key = (str(row["branch"] or row["branch_id"]), row["model"])
@@ -106,12 +110,12 @@ def _cost_row(group: dict[str, Any]) -> dict[str, Any]:
     arg("model", help="alias, iModel variable or provider/model"),
     arg("-b", "--branch", metavar="NAME", help="branch (default: the active one)"),
 )
-def _model(magics: Any, args: Any) -> None:
+def _model(ctx: CommandContext, args: Namespace) -> None:
     from ..cell.options import resolve_model
 
-    branch = _branch(magics, args.branch)
-    branch.chat_model = resolve_model(args.model, magics.shell.user_ns, dict(magics.aliases))
-    magics.state.models = {k: v for k, v in magics.state.models.items() if k[0] != str(branch.id)}
+    branch = _branch(ctx, args.branch)
+    branch.chat_model = resolve_model(args.model, ctx.shell.user_ns, dict(ctx.aliases))
+    ctx.state.models = {k: v for k, v in ctx.state.models.items() if k[0] != str(branch.id)}
     print(f"Branch `{branch.name}` now uses {_model_label(branch.chat_model)}.")
 
 
@@ -122,8 +126,8 @@ def _model(magics: Any, args: Any) -> None:
     arg("model", nargs="?", help="provider/model"),
     arg("--remove", action="store_true", help="remove the alias NAME"),
 )
-def _alias(magics: Any, args: Any) -> Any:
-    aliases = dict(magics.aliases)
+def _alias(ctx: CommandContext, args: Namespace) -> Any:
+    aliases = dict(ctx.aliases)
     if args.name is None:
         return Table(
             ["alias", "model"],
@@ -133,7 +137,7 @@ def _alias(magics: Any, args: Any) -> Any:
     if args.remove:
         if aliases.pop(args.name, None) is None:
             raise UsageError(f"`%lion alias --remove {args.name}`: no such alias.")
-        magics.aliases = aliases
+        ctx.settings.set("aliases", aliases)
         print(f"Removed the alias `{args.name}`.")
         return None
     if (
@@ -147,7 +151,7 @@ def _alias(magics: Any, args: Any) -> Any:
             "e.g. `%lion alias fast openai/gpt-4o-mini`."
         )
     aliases[args.name] = args.model
-    magics.aliases = aliases
+    ctx.settings.set("aliases", aliases)
     print(f"Alias `{args.name}` = {args.model}: use it with `-m {args.name}`.")
     return None
 
@@ -160,10 +164,10 @@ def _alias(magics: Any, args: Any) -> Any:
     arg("-b", "--branch", metavar="NAME", help="branch (default: the active one)"),
     arg("--remove", action="store_true", help="remove these tools instead"),
 )
-def _tool(magics: Any, args: Any) -> None:
+def _tool(ctx: CommandContext, args: Namespace) -> None:
     from ..cell.options import resolve_tools
 
-    branch = _branch(magics, args.branch)
+    branch = _branch(ctx, args.branch)
     if args.remove:
         for name in args.names:
             if name not in branch.tools:
@@ -173,7 +177,7 @@ def _tool(magics: Any, args: Any) -> None:
             branch.acts.remove_tool(name)
         print(f"Removed from `{branch.name}`: {', '.join(args.names)}.")
         return
-    for func in resolve_tools(args.names, magics.shell.user_ns):
+    for func in resolve_tools(args.names, ctx.shell.user_ns):
         try:
             branch.acts.register_tool(func, update=True)
         except Exception as exc:
@@ -187,9 +191,9 @@ def _tool(magics: Any, args: Any) -> None:
     arg("name", help="operation name"),
     arg("func", nargs="?", help="function in the notebook (default: NAME)"),
 )
-def _operation(magics: Any, args: Any) -> None:
+def _operation(ctx: CommandContext, args: Namespace) -> None:
     func_name = args.func or args.name
-    func = magics.shell.user_ns.get(func_name)
+    func = ctx.shell.user_ns.get(func_name)
     if func is None or not callable(func):
         raise UsageError(
             f"`%lion operation {args.name}`: no function named `{func_name}` in the notebook. "
@@ -197,7 +201,7 @@ def _operation(magics: Any, args: Any) -> None:
             f"{func_name}(branch, instruction, **kw): ...` in a cell above."
         )
     try:
-        magics.state.session.register_operation(args.name, func, update=True)
+        ctx.state.session.register_operation(args.name, func, update=True)
     except (ValueError, TypeError) as exc:
         raise UsageError(f"`%lion operation {args.name}`: {exc}") from None
     print(f"Registered operation `{args.name}`: use it with `%%lion --op {args.name}`.")
@@ -226,23 +230,23 @@ Error and traceback:
     arg("-f", "--format", metavar="FORMAT", help="output format (default: markdown)"),
     arg("-q", "--quiet", action="store_true"),
 )
-def _explain_sync(magics: Any, args: Any, *, assigned: bool = True) -> Any:
+def _explain_sync(ctx: CommandContext, args: Namespace, *, assigned: bool = True) -> Any:
     from ..cell.runner import run_sync
 
-    return run_sync(explain(magics, args, assigned=assigned))
+    return run_sync(explain(ctx, args, assigned=assigned))
 
 
 @awaited("explain")
-async def explain(magics: Any, args: Any, *, assigned: bool = True) -> Any:
+async def explain(ctx: CommandContext, args: Namespace, *, assigned: bool = True) -> Any:
     """Explain the last error on a branch. Unassigned, the answer is the cell's value and
     ``None`` is returned, so it is shown once."""
     from ..cell.options import TurnOptions
     from ..cell.output_formats import FORMATS
 
-    last = magics.state.errors.last
+    last = ctx.state.errors.last
     if last is None:
         raise UsageError("`%lion explain`: no error has been raised in this notebook yet.")
-    fmt = args.format or magics.output_format
+    fmt = args.format or ctx.output_format
     if fmt not in FORMATS:
         raise UsageError(f"`%lion explain -f {fmt}`: use one of {', '.join(FORMATS)}.")
     text = EXPLAIN_PROMPT.format(
@@ -252,17 +256,17 @@ async def explain(magics: Any, args: Any, *, assigned: bool = True) -> Any:
     )
     opts = TurnOptions(branch=args.branch, model=args.model, fmt=fmt, quiet=args.quiet, raw=True)
     opts.check()
-    result = await magics.turn(opts, text, cell_value=not assigned)
+    result = await ctx.turn(opts, text, cell_value=not assigned)
     return result if assigned else None
 
 
 # -- save, load, reset ---------------------------------------------------------------------------
-def _path(magics: Any, given: str | None) -> Path:
-    return Path(os.path.expanduser(given or magics.save_path))
+def _path(ctx: CommandContext, given: str | None) -> Path:
+    return Path(os.path.expanduser(given or ctx.save_path))
 
 
-def _no_runs(magics: Any, what: str) -> None:
-    running = [h for h in magics.state.runs.values() if not h.done()]
+def _no_runs(ctx: CommandContext, what: str) -> None:
+    running = [h for h in ctx.state.runs.values() if not h.done()]
     if running:
         raise UsageError(
             f"`%lion {what}`: {len(running)} background run(s) are still going; await or "
@@ -275,9 +279,9 @@ def _no_runs(magics: Any, what: str) -> None:
     "Save the session to a JSON file (no keys, tools or operations).",
     arg("path", nargs="?"),
 )
-def _save(magics: Any, args: Any) -> None:
-    state = magics.state
-    path = _path(magics, args.path)
+def _save(ctx: CommandContext, args: Namespace) -> None:
+    state = ctx.state
+    path = _path(ctx, args.path)
     data = {
         "format": FILE_FORMAT,
         "active": state.active,
@@ -323,21 +327,21 @@ def _scrub_data(value: Any) -> Any:
     arg("path", nargs="?", help="a JSON file written by `%%lion save`"),
     arg("--session", metavar="ID", help="restore this saved session (`%%lion sessions` lists)"),
 )
-def _load(magics: Any, args: Any) -> None:
+def _load(ctx: CommandContext, args: Namespace) -> None:
     from ...session.session import Session
 
-    _no_runs(magics, "load")
+    _no_runs(ctx, "load")
     if args.path is None:
         from .store import restore
 
-        restore(magics, args.session)
+        restore(ctx, args.session)
         return
     if args.session is not None:
         raise UsageError(
             f"`%lion load {args.path} --session {args.session}`: give a FILE to import or "
             "`--session ID` to restore from the store, not both."
         )
-    path = _path(magics, args.path)
+    path = _path(ctx, args.path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -351,17 +355,15 @@ def _load(magics: Any, args: Any) -> None:
         raise UsageError(f"`%lion load`: {file_problem(exc, path, writing=False)}") from None
     if not isinstance(data, dict) or data.get("format") != FILE_FORMAT:
         raise UsageError(f"`%lion load`: `{path}` was not written by `%lion save`.")
-    from .store import _persistence
-
     saved = data["session"]
-    newer = _persistence(magics).unsaved_in_file(saved)
+    newer = ctx.persistence().unsaved_in_file(saved)
     if newer:  # never replace committed messages: import a copy beside them
         saved = _as_new_session(saved)
     try:
         session = Session.from_dict(saved)
     except Exception as exc:
         raise UsageError(f"`%lion load`: `{path}` could not be restored: {exc}") from None
-    state = magics.state
+    state = ctx.state
     state.attach(session)
     active = state.branch(data.get("active"))
     if active is not None:
@@ -404,16 +406,16 @@ def _as_new_session(data: dict[str, Any]) -> dict[str, Any]:
     arg("-b", "--branch", metavar="NAME", help="branch (default: the active one)"),
     arg("--all", action="store_true", help="discard every branch: a new session"),
 )
-def _reset(magics: Any, args: Any) -> None:
-    state = magics.state
+def _reset(ctx: CommandContext, args: Namespace) -> None:
+    state = ctx.state
     if args.all:
         from ...session.session import Session
 
-        _no_runs(magics, "reset --all")
+        _no_runs(ctx, "reset --all")
         state.attach(Session())
         print(f"New session; active branch: `{state.active}`.")
         return
-    branch = _branch(magics, args.branch)
+    branch = _branch(ctx, args.branch)
     if state.busy(branch) is not None:
         raise UsageError(
             f"`%lion reset`: a background run is using `{branch.name}`; cancel it first."
@@ -429,16 +431,16 @@ def _reset(magics: Any, args: Any) -> None:
     arg("name", nargs="?"),
     arg("value", nargs="?"),
 )
-def _config(magics: Any, args: Any) -> Any:
+def _config(ctx: CommandContext, args: Namespace) -> Any:
     from traitlets import TraitError
 
-    traits = magics.traits(config=True)
+    traits = ctx.settings.options()
     if args.name is None:
         rows = [
             {
                 "option": n,
-                "value": json.dumps(getattr(magics, n)),
-                "env": magics.env_vars.get(n, ""),
+                "value": json.dumps(ctx.settings.get(n)),
+                "env": ctx.settings.env_vars.get(n, ""),
                 "help": t.help,
             }
             for n, t in sorted(traits.items())
@@ -449,7 +451,7 @@ def _config(magics: Any, args: Any) -> Any:
             f"`%lion config {args.name}`: no such option. Options: {', '.join(sorted(traits))}."
         )
     if args.value is None:
-        return getattr(magics, args.name)
+        return ctx.settings.get(args.name)
     try:
         value = ast.literal_eval(args.value)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
@@ -457,7 +459,7 @@ def _config(magics: Any, args: Any) -> Any:
     if isinstance(traits[args.name].default_value, str) and not isinstance(value, str):
         value = args.value
     try:
-        setattr(magics, args.name, value)
+        ctx.settings.set(args.name, value)
     except TraitError as exc:
         raise UsageError(
             f"`%lion config {args.name} {_short(args.value)}`: {_short(exc, 300)}"
@@ -467,7 +469,7 @@ def _config(magics: Any, args: Any) -> Any:
 
 # -- background runs -------------------------------------------------------------------------------
 @command("runs", "List the background runs.")
-def _runs(magics: Any, args: Any) -> Table:
+def _runs(ctx: CommandContext, args: Namespace) -> Table:
     rows = [
         {
             "id": h.id,
@@ -476,7 +478,7 @@ def _runs(magics: Any, args: Any) -> Table:
             "seconds": f"{h.elapsed:.1f}",
             "prompt": h.label,
         }
-        for h in magics.state.runs.values()
+        for h in ctx.state.runs.values()
     ]
     return Table(["id", "branch", "status", "seconds", "prompt"], rows, title="background runs")
 
@@ -487,8 +489,8 @@ def _runs(magics: Any, args: Any) -> Table:
     arg("id", nargs="?", type=int),
     arg("--all", action="store_true"),
 )
-def _cancel(magics: Any, args: Any) -> None:
-    runs = magics.state.runs
+def _cancel(ctx: CommandContext, args: Namespace) -> None:
+    runs = ctx.state.runs
     if args.all:
         chosen = [h for h in runs.values() if not h.done()]
     elif args.id is not None:

@@ -19,12 +19,17 @@ from __future__ import annotations
 import datetime as _dt
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 
 from ..cell.output_formats import Table
 from .registry import _branch, arg, command, file_problem
+
+if TYPE_CHECKING:
+    from argparse import Namespace
+
+    from .command_context import CommandContext
 
 __all__ = ["restore", "shown_path"]
 
@@ -37,17 +42,10 @@ def shown_path(path: Path) -> str:
         return str(path)
 
 
-def _persistence(magics: Any) -> Any:
-    from ..state.persistence import NotebookPersistence, installed
-
-    found = installed()
-    return found if found is not None and found.magics is magics else NotebookPersistence(magics)
-
-
-def restore(magics: Any, session_ref: str | None) -> None:
+def restore(ctx: CommandContext, session_ref: str | None) -> None:
     """``%lion load`` without a file: restore from the store (see `NotebookPersistence`)."""
-    state = magics.state
-    persistence = _persistence(magics)
+    state = ctx.state
+    persistence = ctx.persistence()
     session = persistence.restore(state, session_ref)
     count = sum(len(b.messages) for b in session.branches)
     print(
@@ -66,13 +64,13 @@ def _when(timestamp: float) -> str:
     "List the sessions saved in the session store, or delete one.",
     arg("--delete", metavar="ID", help="delete this saved session (its id or first characters)"),
 )
-def _sessions(magics: Any, args: Any) -> Table | None:
+def _sessions(ctx: CommandContext, args: Namespace) -> Table | None:
     from ...errors import ItemNotFoundError
     from ...store.errors import StoreError
 
-    persistence = _persistence(magics)
+    persistence = ctx.persistence()
     store = persistence.store
-    state = magics.state
+    state = ctx.state
     current = str(state._session.id) if state._session is not None else None
     if persistence.autosaver is not None:
         persistence.checkpoint()
@@ -114,14 +112,14 @@ def _sessions(magics: Any, args: Any) -> Table | None:
     "Show where autosave writes, or turn it on or off.",
     arg("switch", nargs="?", choices=("on", "off"), help="on (again, after a failure) or off"),
 )
-def _autosave(magics: Any, args: Any) -> None:
-    persistence = _persistence(magics)
+def _autosave(ctx: CommandContext, args: Namespace) -> None:
+    persistence = ctx.persistence()
     if args.switch == "off":
-        magics.autosave = False
+        ctx.settings.set("autosave", False)
     elif args.switch == "on":
         saver = persistence.autosaver
-        if not magics.autosave:
-            magics.autosave = True  # the trait's observer starts it
+        if not ctx.autosave:
+            ctx.settings.set("autosave", True)  # the trait's observer starts it
         elif saver is None or not saver.active:
             persistence.restart()  # after a failure: the whole session is written afresh
     failure = persistence.autosaver.failure if persistence.autosaver is not None else None
@@ -139,10 +137,10 @@ def _autosave(magics: Any, args: Any) -> None:
     arg("-f", "--format", choices=("json", "markdown", "dataframe"), help="the format"),
     arg("-o", "--out", metavar="FILE", help="write to this file (.json or .md)"),
 )
-def _export(magics: Any, args: Any) -> Any:
+def _export(ctx: CommandContext, args: Namespace) -> Any:
     from ...store import export
 
-    branch = _branch(magics, args.name)
+    branch = _branch(ctx, args.name)
     fmt = args.format
     if fmt == "dataframe":
         if args.out:

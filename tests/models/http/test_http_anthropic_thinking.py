@@ -258,6 +258,18 @@ def test_the_blocks_survive_saving_and_loading_the_branch(http_fake):
     assert sent.body["thinking"] == {"type": "enabled", "budget_tokens": 2048}
 
 
+def test_a_fork_sends_the_thinking_block_it_was_cloned_with(http_fake):
+    api = ThinkingAPI(http_fake, [TOOL, anthropic_message("Take an umbrella.")])
+    branch = tool_round(http_fake.anthropic_url)
+    fork = branch.clone()
+    reply = anyio.run(lambda: fork.communicate("So, umbrella?", reasoning="low", stream=False))
+    assert reply == "Take an umbrella." and api.refusals == []
+    sent = http_fake.requests[-1]
+    [turn] = assistant_turns(sent.body)
+    assert compact(turn[0]) == compact(streamed_blocks(sse_events(TOOL))[0])
+    assert compact(turn[0]) in sent.raw
+
+
 @pytest.mark.parametrize("option", [{"temperature": 0.2}, {"top_k": 5}, {"top_p": 0.5}])
 def test_sampling_the_api_refuses_with_thinking_is_refused_before_any_request(
     http_fake, invoke, option

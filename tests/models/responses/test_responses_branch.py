@@ -129,6 +129,20 @@ def test_the_items_survive_saving_and_loading_the_branch(http_fake):
     assert reasoning_ids(sent.body) == ["rs_63c202939da63a6714eb496fc6504e65c7df23509c44dabe"]
 
 
+def test_a_fork_sends_the_items_it_was_cloned_with_byte_for_byte(http_fake):
+    api = ResponsesAPI(http_fake, [CALL, TEXT])
+    branch = branch_for(http_fake.openai_url)
+    anyio.run(lambda: branch.operate(instruction="Weather in Paris?", tools=[get_weather]))
+    fork = branch.clone()
+    assert records(fork) == records(branch)
+    anyio.run(lambda: fork.communicate("So, umbrella?"))
+    assert api.refusals == []
+    sent = http_fake.requests[-1]
+    assert all(item in sent.raw for item in records(branch)[0])
+    assert reasoning_ids(sent.body) == ["rs_63c202939da63a6714eb496fc6504e65c7df23509c44dabe"]
+    assert len(records(fork)) == 2 and len(records(branch)) == 1  # the original is its own
+
+
 def test_a_cassette_records_and_replays_the_items_byte_for_byte(tmp_path: Path):
     path = tmp_path / "calls.jsonl"
     with FakeProvider() as server:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import anyio
+import httpx
 import pytest
 
 from lion_nb import iModel
@@ -348,3 +349,66 @@ def test_a_chat_completions_reasoning_content_is_thinking_too(http_fake):
     assert result.response.text == "3"
     assert [c.content for c in thinking] == ["Three r's", ", counted."]
     assert result.response.metadata == {"thinking": "Three r's, counted."}
+
+
+@pytest.mark.parametrize("name", ["o3", "o4-mini", "gpt-5.2", "gpt-5-mini-2025-08-07"])
+def test_a_reasoning_model_on_chat_completions_gets_its_limit_as_max_completion_tokens(
+    http_fake, name
+):
+    http_fake.push_json(openai_completion("ok"))
+    m = iModel(provider="openai", model=name, base_url=http_fake.openai_url, api_key=KEY)
+    assert m.endpoint.api == "chat"  # a loopback URL: Chat Completions
+    assert call(m, ask(options={"max_tokens": 300})).status == "completed"
+    body = http_fake.requests[-1].body
+    assert body["max_completion_tokens"] == 300 and "max_tokens" not in body
+
+
+def test_other_chat_models_keep_max_tokens_and_the_fake_refuses_it_where_openai_does(http_fake):
+    http_fake.push_json(openai_completion("ok"))
+    m = iModel(provider="openai", model="gpt-4o-mini", base_url=http_fake.openai_url, api_key=KEY)
+    assert call(m, ask(options={"max_tokens": 300})).status == "completed"
+    assert http_fake.requests[-1].body["max_tokens"] == 300
+    # the loopback server answers as OpenAI does when a reasoning model gets `max_tokens`
+    raw = httpx.post(
+        http_fake.openai_url + "/chat/completions",
+        json={"model": "o3", "messages": [], "max_tokens": 5},
+    )
+    assert raw.status_code == 400 and raw.json()["error"]["param"] == "max_tokens"
+
+
+@pytest.mark.parametrize("api", ["responses", "chat"])
+@pytest.mark.parametrize("name", ["gpt-4o-mini", "gpt-4.1", "gpt-5-chat-latest"])
+def test_an_openai_model_that_does_not_reason_refuses_an_effort_before_any_request(
+    http_fake, api, name
+):
+    m = iModel(provider="openai", model=name, base_url=http_fake.openai_url, api_key=KEY, api=api)
+    call = anyio.run(m.invoke, ask(options={"reasoning": "high"}))
+    assert isinstance(call.error, ConfigurationError)
+    assert f"`{name}` does not reason" in str(call.error) and "\n" not in str(call.error)
+    assert http_fake.requests == []
+
+
+@pytest.mark.parametrize(
+    ("provider", "name", "api", "field"),
+    [
+        ("openai", "gpt-5.2", "responses", ("reasoning", {"effort": "high", "summary": "auto"})),
+        ("openai", "o4-mini", "chat", ("reasoning_effort", "high")),
+        ("ollama", "qwen3:8b", None, ("reasoning_effort", "high")),
+        ("vllm", "openai/gpt-oss-20b", None, ("reasoning_effort", "high")),
+    ],
+)
+def test_reasoning_high_is_the_field_each_openai_compatible_wire_takes(
+    http_fake, provider, name, api, field
+):
+    reply = "openai_responses_nonstream.json" if api == "responses" else openai_completion("ok")
+    if api == "responses":
+        ResponsesAPI(http_fake, [reply])
+    else:
+        http_fake.push_json(reply)
+    kw = {"api": api} if api else {}
+    m = iModel(provider=provider, model=name, base_url=http_fake.openai_url, api_key=KEY, **kw)
+    assert call(m, ask(options={"reasoning": "high"})).status == "completed"
+    body = http_fake.requests[-1].body
+    key, value = field
+    assert body[key] == value
+    assert ({"reasoning", "reasoning_effort"} - {key}).isdisjoint(body)

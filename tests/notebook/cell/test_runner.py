@@ -55,6 +55,28 @@ _INTERRUPTED = _HOST + textwrap.dedent(
         {"type": "result"},
     ]])
     ip.user_ns["long"] = long
+    arrived = threading.Event()  # set once two parts have streamed: then the interrupt comes
+    _stream = long.endpoint.stream
+
+    def stream(request):
+        async def watched():
+            async for n, chunk in _aenumerate(_stream(request)):
+                yield chunk
+                if n == 2:  # the system chunk, part 0, part 1
+                    arrived.set()
+        return watched()
+
+    async def _aenumerate(chunks):
+        n = 0
+        async for chunk in chunks:
+            yield n, chunk
+            n += 1
+
+    long.endpoint.stream = stream
+
+    def interrupt_once_parts_arrived():
+        arrived.wait(60)
+        os.kill(os.getpid(), signal.SIGINT)
 
     async def host():
         # like ipykernel while a synchronous cell runs: SIGINT raises KeyboardInterrupt
@@ -64,7 +86,7 @@ _INTERRUPTED = _HOST + textwrap.dedent(
         session = current_session()
         for kind in (RunStart, RunEnd, RunFailed):
             session.observe(kind, lambda s: seen.append(type(s).__name__))
-        threading.Timer(0.8, os.kill, (os.getpid(), signal.SIGINT)).start()
+        threading.Thread(target=interrupt_once_parts_arrived, daemon=True).start()
         with capture_output():
             result = ip.run_cell("if True:\\n    r = %lion ask -q -b long -m long 'write it'")
         error = result.error_in_exec

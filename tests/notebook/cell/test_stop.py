@@ -256,15 +256,15 @@ def test_stop_kills_a_cli_agents_subprocess(nb, monkeypatch, tmp_path):
     monkeypatch.setenv("FAKE_CLI_RECORD", str(record))
     nb.user_ns["record_path"] = str(record)
     code = (
-        "import os\n"
+        "import os, pathlib\n"
         "from lion_nb.notebook.state.session import notebook_state\n"
         "src = '%%lion -b agent -m claude_code/sonnet\\nrefactor everything'\n"
         "task = asyncio.ensure_future(get_ipython().run_cell_async("
         "src, store_history=False, transformed_cell=get_ipython().transform_cell(src)))\n"
-        "for _ in range(200):  # until the agent's process has started\n"
-        "    await asyncio.sleep(0.05)\n"
-        "    if os.path.exists(record_path):\n"
-        "        break\n"
+        "def started():  # the agent's process has written its first record line\n"
+        "    p = pathlib.Path(record_path)\n"
+        "    return p.exists() and p.read_text().strip()\n"
+        'await until(started, what="the agent\'s first record line")\n'
         "await until(lambda: instructed('agent'))  # the turn waits on the agent\n"
         "stopped = notebook_state().stop_current()\n"
         "inner = await task"
