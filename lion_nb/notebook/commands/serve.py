@@ -14,11 +14,14 @@ awaited on the kernel's loop, where the calls then run.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 
 from .registry import arg, awaited, command
+
+if TYPE_CHECKING:
+    from .command_context import CommandContext
 
 __all__: list[str] = []
 
@@ -38,7 +41,7 @@ _RUNNING: dict[int, Any] = {}  # id(notebook state) -> its endpoint
     ),
     arg("--branch", default="served", help="the branch its calls are recorded on"),
 )
-def _serve(ctx: Any, args: Any) -> Any:
+def _serve(ctx: CommandContext, args: Any) -> Any:
     key = id(ctx.state)
     running = _RUNNING.get(key)
     if args.stop:
@@ -62,7 +65,7 @@ def _serve(ctx: Any, args: Any) -> Any:
     return _start(ctx, args, loop, key)
 
 
-def _start(ctx: Any, args: Any, loop: asyncio.AbstractEventLoop, key: int) -> Any:
+def _start(ctx: CommandContext, args: Any, loop: asyncio.AbstractEventLoop, key: int) -> Any:
     from IPython.display import display
 
     from ...widgets.turn import TurnWidget
@@ -100,7 +103,7 @@ def _start(ctx: Any, args: Any, loop: asyncio.AbstractEventLoop, key: int) -> An
 
 
 @awaited("serve")
-async def _serve_awaited(ctx: Any, args: Any, *, assigned: bool = True) -> Any:
+async def _serve_awaited(ctx: CommandContext, args: Any, *, assigned: bool = True) -> Any:
     """An awaited ``%lion serve``: on the kernel's loop, where the calls then run."""
     result = _serve(ctx, args)
     return result if assigned else None
