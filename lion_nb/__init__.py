@@ -74,6 +74,8 @@ _EXPORTS: dict[str, str] = {
     "Log": "lion_nb.protocols.logs",
     # values as context
     "register_ai_repr": "lion_nb.context.convert",
+    # the notebook agent
+    "notebook_tools": "lion_nb.notebook.agent.tools",
     # sentinels
     "Undefined": "lion_nb._sentinel",
     # errors
@@ -156,6 +158,7 @@ if TYPE_CHECKING:  # the same names, spelled out for static checkers (a test kee
     from .models.imodel import iModel as iModel
     from .models.imodel import iModelManager as iModelManager
     from .models.stream import StreamChunk as StreamChunk
+    from .notebook.agent.tools import notebook_tools as notebook_tools
     from .notebook.extension import load_ipython_extension as load_ipython_extension
     from .notebook.extension import unload_ipython_extension as unload_ipython_extension
     from .notebook.state.session import current_session as current_session

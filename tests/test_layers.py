@@ -201,6 +201,7 @@ LAYERS: dict[str, list[set[str]]] = {
     ],
     "lion_nb.notebook": [
         {"state"},  # the notebook's Session, errors, signals, autosave
+        {"agent"},  # the notebook tools: the model runs code in the kernel (ADR-0114)
         {"cell"},  # one %%lion turn: options, plan, run, display
         {"commands"},  # the %lion subcommands
         {"magics", "formatters"},

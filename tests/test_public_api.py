@@ -36,6 +36,8 @@ EXPECTED = {
     "ProviderReport", "DataLogger", "DataLoggerConfig", "Log", "Undefined",
     # values as context
     "register_ai_repr",
+    # the notebook agent
+    "notebook_tools",
     # errors
     "LionError", "ConfigurationError", "ItemNotFoundError", "ItemExistsError", "ExecutionError",
     "OperationError", "ExtensionError", "ParseError", "ScriptExhaustedError", "ProviderError",

@@ -29,7 +29,7 @@ BY_KIND = {
     "models/responses": "the Responses API endpoint against a real loopback server",
 }
 
-NOTEBOOK_PARTS = ("cell", "commands", "state")
+NOTEBOOK_PARTS = ("agent", "cell", "commands", "state")
 
 
 def _test_folders() -> set[str]:

@@ -46,12 +46,12 @@ from pydantic.fields import FieldInfo
 
 from .._callables import is_async_callable
 from ..errors import ItemExistsError, ItemNotFoundError
-from ..shapes import JsonObject
+from ..shapes import JsonMapping, JsonObject
 from ._docstrings import docstring_of, first_paragraph, param_docs
 from .jsonsafe import text_of
 from .messages import ActionRequest, ActionResponse
 
-__all__ = ["RESULT_BUDGET", "ActionManager", "Tool"]
+__all__ = ["RESULT_BUDGET", "ActionManager", "Tool", "ToolOutput"]
 
 logger = logging.getLogger("lion_nb.actions")
 
@@ -59,6 +59,24 @@ _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 #: tokens a tool's result may take in the history (about 32,000 characters)
 RESULT_BUDGET = 8000
+
+
+class ToolOutput:
+    """A tool's result with what its response should record beside it: ``metadata`` joins
+    the response's (a run's code, duration, names), ``images`` (``data:`` URLs) go to the
+    model with the result's text (as descriptions for a model that sees none)."""
+
+    __slots__ = ("images", "metadata", "output")
+
+    def __init__(
+        self,
+        output: Any,  # Any: whatever the tool's function returned, made JSON-safe later
+        metadata: JsonMapping | None = None,
+        images: Iterable[object] = (),
+    ):
+        self.output = output
+        self.metadata = dict(metadata or {})
+        self.images = [str(url) for url in images]
 
 
 class Tool:
@@ -375,15 +393,28 @@ class ActionManager:
             else:
                 if decision is not None and decision.by != "policy":
                     metadata["approval"] = f"approved by {decision.by}"
-                output = _plain(await tool.call(request.arguments))
+                arguments = None if decision is None else decision.arguments
+                output = await tool.call(request.arguments if arguments is None else arguments)
+                if arguments is not None:  # edited before approval: both are recorded
+                    metadata["proposed_arguments"] = dict(request.arguments)
+                    metadata["ran_arguments"] = dict(arguments)
+                    metadata["approval"] = "approved by user, edited"
                 is_error = False
+                if isinstance(output, ToolOutput):
+                    extra = dict(output.metadata)
+                    is_error = bool(extra.pop("is_error", False))
+                    metadata.update(extra)
+                    if output.images:
+                        metadata["images"] = output.images
+                    output = output.output
+                output = _plain(output)
         except Exception as exc:
             logger.debug("tool `%s` failed", request.function, exc_info=True)
             output, is_error = {"error": f"{type(exc).__name__}: {text_of(exc)}"}, True
         output = self._bounded(output, metadata)
         response = ActionResponse(
             function=request.function,
-            arguments=dict(request.arguments),
+            arguments=dict(metadata.pop("ran_arguments", request.arguments)),
             output=output,
             call_id=request.call_id,
             action_request_id=str(request.id),
@@ -404,6 +435,9 @@ class ActionManager:
 
         tool.validate(request.arguments)
         ask = Ask(request.function, dict(request.arguments), server, request.call_id)
+        details = getattr(tool, "ask_details", None)
+        if callable(details):  # what the card shows beside the arguments (code, risk flags)
+            ask.extra.update(details(dict(request.arguments)))
         try:
             return await decide(tool, request.arguments, self.approve, ask, self.approved.add)
         except BaseException as exc:  # stopped while deciding: `act` records a denial

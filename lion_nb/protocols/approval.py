@@ -7,7 +7,8 @@ A policy is one of:
 - a callable ``(tool_name, arguments) -> bool``, sync or async: its answer decides; an
   exception inside it denies the call (approval fails closed);
 - ``"ask"``: a person decides. The asker in effect (`asking`) is called with an `Ask`; in a
-  notebook the turn view shows Approve / Deny / "approve for this tool from now on". With no
+  notebook the turn view shows Approve / Deny / "approve for this tool from now on" (and, for
+  code, Edit then run: the answer is an `Edited` with the arguments to run instead). With no
   asker (a script), nobody can be asked, and the call is denied with that reason.
 
 The policy is looked up on the tool first (``Tool(..., approve=)``, or ``connect_mcp(...,
@@ -33,12 +34,24 @@ from typing import Any
 
 from ..shapes import JsonObject
 
-__all__ = ["ALWAYS", "Ask", "Decision", "asking", "check_policy", "decide", "denial_output"]
+__all__ = [
+    "ALWAYS",
+    "NOBODY",
+    "Ask",
+    "Decision",
+    "Edited",
+    "asking",
+    "check_policy",
+    "decide",
+    "denial_output",
+]
 
 logger = logging.getLogger("lion_nb.approval")
 
 #: what an asker returns for "approve for this tool from now on"
 ALWAYS = "always"
+#: what an asker returns when nobody could see the question (no front end showed it)
+NOBODY = "nobody"
 
 # Any: an asker answers True, False, `ALWAYS` or a reason text, read by `decide`
 Asker = Callable[["Ask"], Awaitable[Any]]
@@ -61,6 +74,16 @@ class Decision:
     allowed: bool
     by: str  # "policy", "callable", "user", "nobody"
     reason: str = ""
+    #: the arguments to run instead of the model's (the person edited them); None: the model's
+    arguments: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Edited:
+    """An asker's answer "run this instead": the call runs once with ``arguments`` (both the
+    model's and these are recorded)."""
+
+    arguments: dict[str, Any]
 
 
 # Any: the policy as given: None, a bool, "ask" or a callable
@@ -121,6 +144,12 @@ async def decide(
                 "asked, so the call did not run",
             )
         answer = await asker(ask)
+        if answer == NOBODY:
+            return Decision(
+                False, "nobody", "nobody could be asked (no front end showed the question)"
+            )
+        if isinstance(answer, Edited):
+            return Decision(True, "user", "edited, then approved", dict(answer.arguments))
         if answer == ALWAYS:
             if remember is not None:
                 remember(tool)

@@ -356,7 +356,19 @@ class ActionResponse(RoledMessage):
         return _to_text(self.output)
 
     def chat_msg(self) -> JsonObject:
-        return {"role": "tool", "tool_call_id": self.call_id, "content": self.rendered}
+        """The tool message; a result with images (``metadata["images"]``, a run's figures)
+        is a text part and image parts, which an endpoint whose model sees no images turns
+        into descriptions (`lion_nb.models.media.text_only`)."""
+        images = self.metadata.get("images")
+        if not images or not isinstance(images, list):
+            return {"role": "tool", "tool_call_id": self.call_id, "content": self.rendered}
+        parts: list[dict[str, Any]] = [{"type": "text", "text": self.rendered}]
+        parts += [
+            {"type": "image_url", "image_url": {"url": url}}
+            for url in images
+            if isinstance(url, str) and url.startswith("data:image/")
+        ]
+        return {"role": "tool", "tool_call_id": self.call_id, "content": parts}
 
 
 AnyMessage = Annotated[

@@ -242,6 +242,40 @@ def _tool_origin(entry: dict[str, Any], message: Any, response: Any) -> None:
     entry["server"] = str(meta.get("mcp_server") or "")
     entry["approval"] = str(meta.get("approval") or "")
     entry["state"] = tool_state(entry)
+    if isinstance(meta.get("code"), str) or isinstance(meta.get("proposed_arguments"), dict):
+        _code_step(entry, message, response, meta)
+
+
+def _code_step(entry: dict[str, Any], message: Any, response: Any, meta: dict[str, Any]) -> None:
+    """A run of code (the notebook's ``run_python``): the code highlighted instead of its
+    JSON -- the code that ran, and the model's own when the user edited it -- and the names
+    it created, changed or deleted."""
+    from html import escape
+
+    from ..rendering.highlight import highlight_code_blocks
+
+    def code_html(code: Any) -> str:
+        block = f'<pre><code class="language-python">{escape(str(code))}</code></pre>'
+        return highlight_code_blocks(block)
+
+    ran = (getattr(response, "arguments", None) or message.arguments or {}).get("code")
+    if message.kind == "action_response":
+        ran = message.arguments.get("code", ran)
+    if not isinstance(ran, str):
+        return
+    html = code_html(ran)
+    proposed = meta.get("proposed_arguments")
+    if isinstance(proposed, dict) and proposed.get("code") != ran:
+        html = (
+            '<div class="lnb-tool-label">edited by the user; the model proposed</div>'
+            + code_html(proposed.get("code", ""))
+            + '<div class="lnb-tool-label">ran</div>'
+            + html
+        )
+    entry["arguments"] = html
+    names = meta.get("names")
+    if isinstance(names, dict):
+        entry["names"] = {k: [str(n) for n in v] for k, v in names.items() if isinstance(v, list)}
 
 
 def tool_state(entry: dict[str, Any]) -> str:

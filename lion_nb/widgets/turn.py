@@ -17,10 +17,14 @@ answer kept on the branch") once the branch recorded it (ADR-0106).
 
 ``ask`` is the turn's asker for tools whose policy is ``approve="ask"``
 (`lion_nb.protocols.approval`): the call (tool, server, arguments) is listed in ``asks`` with
-Approve / Deny / "approve for this tool from now on", and the turn awaits the click -- on the
+Approve / Deny / "approve for this tool from now on" / "for this turn"; a call that runs
+code (``run_python``) shows it highlighted with its risk flags, and Edit then run (the edited
+code runs, and both are recorded). The turn awaits the click -- on the
 kernel's loop, which keeps serving the front end meanwhile. Stop (or the interrupt) cancels
 the wait, which denies the call. A coding agent's permission request (ACP) shows the agent's
 own options instead (allow once / always, reject once / always), answered as ``"option:ID"``.
+A widget no front end has drawn (it says so when it is drawn) waits ``unseen_grace`` seconds,
+then nobody is there to answer (nbval, nbconvert) and the call is denied.
 
 The images and files the turn sent are shown under its header (images from ``data:`` URLs
 only, files as chips), and stay when it ends.
@@ -69,6 +73,9 @@ class TurnWidget(anywidget.AnyWidget):
     thinking_state = traitlets.Dict().tag(sync=True)
     stoppable = traitlets.Bool(False).tag(sync=True)
     asks = traitlets.List(traitlets.Dict()).tag(sync=True)  # calls waiting for approval
+    #: seconds an ask waits for a front end to show the widget before nobody is there to
+    #: answer (a headless run: nbval, nbconvert) and the call is denied
+    unseen_grace: float = 10.0
     #: a budget that stopped the turn: ``{"text", "action"}`` (the button), or empty
     budget = traitlets.Dict().tag(sync=True)
 
@@ -99,6 +106,9 @@ class TurnWidget(anywidget.AnyWidget):
         self._spend = TurnSpend()
         self._throttle = Throttle(self._flush, max_rate)
         self._waiting: dict[str, Any] = {}  # ask id -> future of the decision
+        self._asked: dict[str, Any] = {}  # ask id -> its `Ask`
+        self._turn_approved: set[str] = set()  # tools approved for this turn
+        self._shown = _Flag()  # a front end drew this widget (it said so)
         self._raise: Callable[[], Any] | None = None  # what the budget's button does
         self.on_msg(self._on_front_end)
 
@@ -243,14 +253,20 @@ class TurnWidget(anywidget.AnyWidget):
 
         from ._entries import _pre, json_text
 
+        if ask.tool in self._turn_approved:  # "approve for this turn" was given for it
+            return True
+        from ..protocols.approval import NOBODY
+
         key = uuid.uuid4().hex[:12]
         future = asyncio.get_running_loop().create_future()
         self._waiting[key] = future
+        self._asked[key] = ask
         shown = {
             "id": key,
             "tool": ask.tool,
             "server": ask.server or "",
             "arguments": _pre(json_text(ask.arguments), 4_000),
+            **_card(ask.extra),
         }
         options = (ask.extra or {}).get("options")
         if options:  # a coding agent's own choices (ACP): one button each
@@ -266,23 +282,43 @@ class TurnWidget(anywidget.AnyWidget):
             self.asks = [*self.asks, shown]
             self.status = "waiting for approval"
         try:
+            if not self._shown.is_set():  # nobody may be there (nbval, nbconvert): wait a while
+                seen = asyncio.ensure_future(self._shown.wait())
+                try:
+                    await asyncio.wait({future, seen}, timeout=self.unseen_grace)
+                finally:
+                    seen.cancel()
+                if not future.done() and not self._shown.is_set():
+                    return NOBODY
             return await future
         finally:
             self._waiting.pop(key, None)
+            self._asked.pop(key, None)
             with self.hold_sync():
                 self.asks = [a for a in self.asks if a["id"] != key]
                 if self.running and not self.asks:
                     self.status = "running"
 
-    def answer(self, key: str, decision: str) -> bool:
-        """Decide a waiting call: ``"approve"``, ``"deny"`` or ``"always"`` (what the
-        buttons do). ``False`` when nothing waits under ``key``."""
-        from ..protocols.approval import ALWAYS
+    def answer(self, key: str, decision: str, code: str | None = None) -> bool:
+        """Decide a waiting call: ``"approve"``, ``"deny"``, ``"always"``, ``"turn"``
+        (approve this tool for the rest of the turn) or ``"edit"`` (run ``code`` instead of
+        the model's, where the card offers it). ``False`` when nothing waits under ``key``."""
+        from ..protocols.approval import ALWAYS, Edited
 
         future = self._waiting.get(key)
         if future is None or future.done():
             return False
-        value = {"approve": True, "deny": False, "always": ALWAYS}.get(decision, False)
+        ask = self._asked.get(key)
+        value: Any = {"approve": True, "deny": False, "always": ALWAYS, "turn": True}.get(
+            decision, False
+        )
+        if decision == "turn" and ask is not None:
+            self._turn_approved.add(ask.tool)
+        if decision == "edit":
+            field = ask.extra.get("edit") if ask is not None else None
+            if ask is None or not field or not isinstance(code, str):
+                return False  # nothing to edit here: the call still waits
+            value = Edited({**ask.arguments, field: code})
         if decision.startswith("option:"):  # one of a coding agent's options, by id
             value = decision
         future.get_loop().call_soon_threadsafe(_settle, future, value)
@@ -298,12 +334,19 @@ class TurnWidget(anywidget.AnyWidget):
             self.status = status
 
     def _on_front_end(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        if isinstance(content, dict) and content.get("type") == "stop":
+        if isinstance(content, dict) and content.get("type") == "shown":
+            self._shown.set()
+        elif isinstance(content, dict) and content.get("type") == "stop":
             self.stop()
         elif isinstance(content, dict) and content.get("type") == "raise_budget":
             self.raise_budget()
         elif isinstance(content, dict) and content.get("type") == "approval":
-            self.answer(str(content.get("id")), str(content.get("decision")))
+            code = content.get("code")
+            self.answer(
+                str(content.get("id")),
+                str(content.get("decision")),
+                code if isinstance(code, str) else None,
+            )
 
     def _flush(self) -> None:
         from ..models.clean import clean_text
@@ -341,6 +384,54 @@ class TurnWidget(anywidget.AnyWidget):
 
     def __repr__(self) -> str:
         return f"TurnWidget({self.head!r}, {self.status or 'new'})"
+
+
+class _Flag:
+    """Set once (from the comm handler, any thread); awaited on the kernel's loop."""
+
+    def __init__(self) -> None:
+        self._set = False
+        self._waiters: list[Any] = []
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def set(self) -> None:
+        self._set = True
+        for future in self._waiters:
+            future.get_loop().call_soon_threadsafe(_settle, future, True)
+        self._waiters.clear()
+
+    async def wait(self) -> None:
+        import asyncio
+
+        if self._set:
+            return
+        future = asyncio.get_running_loop().create_future()
+        self._waiters.append(future)
+        try:
+            await future
+        finally:
+            if future in self._waiters:
+                self._waiters.remove(future)
+
+
+def _card(extra: dict[str, Any]) -> dict[str, Any]:
+    """What an ask's card adds for code (`Ask.extra` from the tool): the code highlighted,
+    its risk flags, and the argument Edit changes."""
+    if not isinstance(extra.get("code_html"), str):
+        return {}
+    flags = [
+        {"flag": str(f.get("flag", "")), "label": str(f.get("label", ""))}
+        for f in extra.get("flags") or ()
+        if isinstance(f, dict)
+    ]
+    return {
+        "code_html": extra["code_html"],
+        "code": str(extra.get("code", "")),
+        "flags": flags,
+        "edit": str(extra.get("edit") or ""),
+    }
 
 
 def _settle(future: Any, value: Any) -> None:

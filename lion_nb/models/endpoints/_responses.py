@@ -149,7 +149,10 @@ def to_input(messages: list[dict[str, Any]]) -> tuple[str | None, list[dict[str,
             else:
                 items.append(_message(role, content, "input_text"))
         elif role == "tool":
-            output = content if isinstance(content, str) else json.dumps(content, default=str)
+            if isinstance(content, list):  # text and images (a notebook run's figure)
+                output: Any = _parts(content, "input_text")
+            else:
+                output = content if isinstance(content, str) else json.dumps(content, default=str)
             items.append(
                 {
                     "type": "function_call_output",

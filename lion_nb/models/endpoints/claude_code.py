@@ -231,8 +231,10 @@ class ClaudeCodeEndpoint(SubprocessCLIEndpoint):
 
     Settings: ``permission_mode`` (one of ``default``, ``acceptEdits``, ``plan``,
     ``bypassPermissions``), ``bypass_permissions`` (skip every permission check),
-    ``include_partial`` (stream text as deltas), ``max_turns``, plus ``cli_path``, ``cwd``,
-    ``terminate_grace``; the request option ``timeout`` bounds the run.
+    ``include_partial`` (stream text as deltas), ``max_turns``, ``mcp_config`` (a path given
+    as ``--mcp-config``: e.g. the file ``%lion serve`` writes, so the agent works in the
+    notebook), plus ``cli_path``, ``cwd``, ``terminate_grace``; the request option
+    ``timeout`` bounds the run.
     """
 
     provider: ClassVar[str] = "claude_code"
@@ -249,6 +251,7 @@ class ClaudeCodeEndpoint(SubprocessCLIEndpoint):
         bypass_permissions: bool = False,
         include_partial: bool = False,
         max_turns: int | None = None,
+        mcp_config: str | None = None,
         # Any: the settings `CLIEndpoint.__init__` takes, passed on
         **kwargs: Any,
     ):
@@ -264,10 +267,12 @@ class ClaudeCodeEndpoint(SubprocessCLIEndpoint):
         self.bypass_permissions = bypass_permissions is True
         self.include_partial = bool(include_partial)
         self.max_turns = int(max_turns) if max_turns is not None else None
+        self.mcp_config = str(mcp_config) if mcp_config is not None else None
 
     @classmethod
     def setting_names(cls) -> list[str]:
         names = ["permission_mode", "bypass_permissions", "include_partial", "max_turns"]
+        names.append("mcp_config")
         return [*names, *super().setting_names()]
 
     def config(self) -> JsonObject:
@@ -280,6 +285,8 @@ class ClaudeCodeEndpoint(SubprocessCLIEndpoint):
             data["include_partial"] = True
         if self.max_turns is not None:
             data["max_turns"] = self.max_turns
+        if self.mcp_config is not None:
+            data["mcp_config"] = self.mcp_config
         return data
 
     def build_args(self, request: CLIRequest) -> list[str]:
@@ -299,6 +306,8 @@ class ClaudeCodeEndpoint(SubprocessCLIEndpoint):
             args.append("--dangerously-skip-permissions")
         if self.max_turns is not None:
             args += ["--max-turns", str(self.max_turns)]
+        if self.mcp_config is not None:
+            args += ["--mcp-config", self.mcp_config]
         return [*args, *positional(request.prompt)]
 
     def new_translator(self) -> ChunkTranslator:

@@ -389,16 +389,44 @@ class OpenAIEndpoint(HTTPEndpoint):
 def _wire_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Messages as the wire wants them: tool arguments and tool results as strings.
 
+    Chat Completions takes images from user messages only: a tool result's images (a
+    notebook run's figure) go in one user message after that batch of tool results.
     Returns the input list itself when nothing needs changing (the common case).
     """
     out: list[dict[str, Any]] | None = None
+    held: list[dict[str, Any]] = []  # images of the tool results just seen
     for i, msg in enumerate(messages):
         fixed = _wire_message(msg)
-        if fixed is not msg and out is None:
+        if msg.get("role") == "tool" and isinstance(msg.get("content"), list):
+            fixed, images = _tool_images(msg)
+            held += images
+        if (fixed is not msg or held) and out is None:
             out = list(messages[:i])
-        if out is not None:
-            out.append(fixed)
+        if out is None:
+            continue
+        if held and msg.get("role") != "tool":
+            out.append(_images_message(held))
+            held = []
+        out.append(fixed)
+    if held and out is not None:
+        out.append(_images_message(held))
     return out if out is not None else messages
+
+
+def _tool_images(msg: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A tool message with list content: its text as a string, and its image parts."""
+    parts = msg.get("content") or []
+    images = [p for p in parts if isinstance(p, dict) and p.get("type") == "image_url"]
+    text = "".join(
+        p.get("text", "") for p in parts if isinstance(p, dict) and p.get("type") == "text"
+    )
+    return {**msg, "content": text}, images
+
+
+def _images_message(images: list[dict[str, Any]]) -> dict[str, Any]:
+    n = len(images)
+    label = f"The image{'s' * (n != 1)} from the tool result{'s' * (n != 1)} above."
+    return {"role": "user", "content": [{"type": "text", "text": label}, *images]}
 
 
 def _wire_message(msg: dict[str, Any]) -> dict[str, Any]:

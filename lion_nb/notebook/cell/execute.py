@@ -109,6 +109,32 @@ async def _operate(
     return await observed_run(branch, exchange(), "operate")
 
 
+#: ``--agent``: tool rounds before the model must answer, and what each next round is told
+AGENT_ROUNDS = 10
+AGENT_CONTINUE = "Continue from the tool results above: call tools again if needed, or answer."
+
+
+async def _agent_rounds(branch: Any, text: str, names: list[str] | None, kw: dict[str, Any]) -> Any:
+    """``--agent``: ``operate`` with the tools again while the model only calls tools (it
+    runs code, reads the result, tries again), at most `AGENT_ROUNDS`; then an answer
+    without tools if it still has not given one. One observed run."""
+    from ...runtime.lifecycle import observed_run
+
+    async def rounds() -> Any:
+        instruction, result = text, None
+        for _ in range(AGENT_ROUNDS):
+            result = await call_verb(
+                branch, "operate", instruction, actions=True, tools=names, **kw
+            )
+            if not _tools_only(result):
+                return result
+            instruction = AGENT_CONTINUE
+        follow = {k: kw[k] for k in ("guidance", "response_format", "reasoning") if k in kw}
+        return await call_verb(branch, "communicate", ANSWER_FROM_TOOLS, **follow)
+
+    return await observed_run(branch, rounds(), "operate")
+
+
 #: the operations that take images and files with the instruction
 ATTACHING_OPERATIONS = verb_names(media=True)
 
@@ -145,6 +171,8 @@ async def call_turn(plan: TurnPlan) -> Any:
     """Call the turn's verb with what the cell gives it; the turn's result."""
     branch, text, op = plan.branch, plan.text, plan.op
     kw = _call_kwargs(plan)
+    if op == "operate" and plan.options.agent:
+        return await _agent_rounds(branch, text, _offer_tools(branch, plan.tools), kw)
     if op == "operate":
         return await _operate(branch, text, _offer_tools(branch, plan.tools), kw)
     answer = await call_verb(branch, op, text, **kw)

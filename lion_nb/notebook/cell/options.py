@@ -134,6 +134,11 @@ def turn_parser(prog: str, *, prompt: bool = False) -> Any:
         help="notebook functions the model may call in this turn, comma-separated or repeated (implies --op operate; `%%lion tool` keeps tools on a branch)",
     )
     add(
+        "--agent",
+        action="store_true",
+        help="the model works in the notebook: run_python (asks first, unless the branch has notebook_tools(approve=...) already), inspect, list_variables and propose_cell, for several rounds",
+    )
+    add(
         "-o",
         "--out",
         metavar="VAR",
@@ -263,6 +268,7 @@ class TurnOptions:
     compare: list[str] = field(default_factory=list)  # ``--compare``: model specs
     budget: float | None = None  # ``--budget``: dollars for this cell's calls
 
+    agent: bool = False  # ``--agent``: the notebook tools, several rounds
     files: list[str] = field(default_factory=list)  # ``--file``: paths to attach
     notebook: bool = False  # ``--notebook``: the cells above as context
     eval_over: str | None = None  # ``--eval``: the expression giving the cases
@@ -296,6 +302,7 @@ class TurnOptions:
                 m.strip() for m in (getattr(args, "compare", None) or "").split(",") if m.strip()
             ],
             budget=getattr(args, "budget", None),
+            agent=bool(getattr(args, "agent", False)),
             files=list(getattr(args, "file", None) or ()),
             notebook=bool(getattr(args, "notebook", False)),
             eval_over=getattr(args, "eval", None),

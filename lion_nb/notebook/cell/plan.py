@@ -65,6 +65,8 @@ def plan_turn(ctx: CellContext, opts: TurnOptions, text: str) -> TurnPlan:
     Four steps, each its own function: the names (format, tools), the branch and model, the
     operation (checked with everything else that can refuse the turn), the re-run policy."""
     rf, tools, servers = _resolve_names(ctx, opts)
+    if opts.agent:
+        tools += _agent_tools(ctx, opts)
     branch, model, created = _turn_branch(ctx, opts)
     cell = cells.current_cell(ctx.shell, ctx.state.hooked_cell_id)
     if servers:
@@ -102,6 +104,30 @@ def _resolve_names(ctx: CellContext, opts: TurnOptions) -> tuple[type | None, li
     servers = [n for n in opts.tools if n in mcp]
     tools = resolve_tools([n for n in opts.tools if n not in servers], ns)
     return rf, tools, servers
+
+
+def _agent_tools(ctx: CellContext, opts: TurnOptions) -> list[Any]:
+    """``--agent``: the notebook tools (``run_python`` asks first), and the system prompt
+    describing the notebook on a branch that has no conversation yet."""
+    from ..agent.tools import AGENT_PROMPT, notebook_tools
+
+    branch = ctx.state.branch(opts.branch)  # None: made for this turn
+    fresh = branch is None or not any(m.kind != "system" for m in branch.messages)
+    if opts.system is None and fresh:
+        opts.system = AGENT_PROMPT
+    # tools the branch already has under these names (`notebook_tools(approve=...)` given
+    # by the user) are kept, with their policy
+    held = set(branch.acts.registry) if branch is not None else set()
+    # the same tool objects every turn on a branch: "approve from now on" holds across turns
+    key = (id(ctx.state), opts.branch or (str(branch.id) if branch is not None else ""))
+    tools = _AGENT_TOOLS.get(key)
+    if tools is None:
+        tools = _AGENT_TOOLS[key] = notebook_tools(shell=ctx.shell)
+    return [t for t in tools if t.name not in held]
+
+
+#: the notebook tools ``--agent`` offers, per notebook state and branch
+_AGENT_TOOLS: dict[tuple[int, str], list[Any]] = {}
 
 
 def _turn_branch(ctx: CellContext, opts: TurnOptions) -> tuple[Any, Any, bool]:

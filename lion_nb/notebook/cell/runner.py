@@ -66,7 +66,7 @@ __all__ = [
 
 #: ``%lion`` subcommands that call a model (or connect a server), and so are awaited when
 #: alone on a line
-ASYNC_SUBCOMMANDS = frozenset({"ask", "explain", "mcp"})
+ASYNC_SUBCOMMANDS = frozenset({"ask", "explain", "mcp", "serve"})
 _MODULE = __name__
 _INTERRUPTED = "the run was interrupted; the messages received so far are kept on the branch."
 _DRAIN_SECONDS = 5.0

@@ -38,17 +38,32 @@ function drawAsk(ask, model) {
   const where = ask.server ? `${ask.server}/${ask.tool}` : ask.tool;
   head.append(el("span", "lnb-ask-question", "Approve this call?"), el("code", "lnb-fn", where));
   const args = el("div", "lnb-ask-args");
-  args.innerHTML = ask.arguments;
+  args.innerHTML = ask.code_html || ask.arguments; // kernel-made: escaped, then highlighted
+  const flags = el("ul", "lnb-ask-flags");
+  flags.setAttribute("aria-label", "Risk flags");
+  // laid out here, not in the stylesheet: saved notebooks carry the stylesheet they ran with
+  Object.assign(flags.style, { listStyle: "none", display: "flex", flexWrap: "wrap", gap: "4px",
+    margin: "4px 0", padding: "0" });
+  for (const f of ask.flags || []) {
+    const chip = el("li", "lnb-ask-flag", `⚠ ${f.label}`);
+    chip.dataset.flag = f.flag;
+    Object.assign(chip.style, { border: "1px solid var(--lnb-danger)", borderRadius: "3px",
+      padding: "0 4px" });
+    flags.append(chip);
+  }
+  flags.hidden = !(ask.flags || []).length;
   const buttons = el("div", "lnb-ask-buttons");
   const names = {
     approve: `Approve ${callName(ask)}`,
     deny: `Deny ${callName(ask)}`,
     always: `Approve for this tool from now on, every ${callName(ask)}`,
   };
+  names.turn = `Approve every ${callName(ask)} for the rest of this turn`;
   // a coding agent's permission request (ACP) offers its own options, one button each
   const choices = ask.options && ask.options.length
     ? ask.options.map((o) => [`option:${o.id}`, o.name, `${o.name}: ${callName(ask)}`, o.kind])
-    : [["approve", "Approve"], ["deny", "Deny"], ["always", "Approve for this tool from now on"]]
+    : [["approve", "Approve"], ["deny", "Deny"], ["turn", "Approve for this turn"],
+      ["always", "Approve for this tool from now on"]]
       .map(([d, label]) => [d, label, names[d], d]);
   for (const [decision, label, name, kind] of choices) {
     const button = el("button", `lnb-ask-${kind.replaceAll("_", "-")}`, label);
@@ -62,8 +77,38 @@ function drawAsk(ask, model) {
     });
     buttons.append(button);
   }
-  box.append(head, args, buttons);
+  const parts = [head, args, flags, buttons];
+  if (ask.edit) parts.push(editor(ask, model, buttons));
+  box.append(...parts);
   return box;
+}
+
+function editor(ask, model, buttons) {
+  // Edit, then run: the person's version of the code runs instead (both are recorded)
+  const edit = el("button", "lnb-ask-edit", "Edit");
+  edit.type = "button";
+  edit.setAttribute("aria-label", `Edit the code of the ${callName(ask)}, then run it`);
+  const area = el("textarea", "lnb-ask-code");
+  area.value = ask.code || "";
+  area.rows = Math.min(16, Math.max(3, area.value.split("\n").length + 1));
+  area.setAttribute("aria-label", "The code to run");
+  Object.assign(area.style, { width: "100%", boxSizing: "border-box",
+    fontFamily: "var(--jp-code-font-family, monospace)" });
+  const run = el("button", "lnb-ask-run", "Run edited code");
+  run.type = "button";
+  const pane = el("div", "lnb-ask-editor");
+  pane.append(area, run);
+  pane.hidden = true;
+  edit.addEventListener("click", () => {
+    pane.hidden = false;
+    area.focus();
+  });
+  run.addEventListener("click", () => {
+    for (const b of [...buttons.children, run, edit]) b.disabled = true;
+    model.send({ type: "approval", id: ask.id, decision: "edit", code: area.value });
+  });
+  buttons.append(edit);
+  return pane;
 }
 
 // Where a new ask may take the focus from: not from a text field outside the turn (someone
@@ -76,6 +121,7 @@ function typingElsewhere(box) {
 }
 
 function render({ model, el: root }) {
+  model.send({ type: "shown" }); // someone can see this turn: its calls may be asked about
   const box = el("div", "lnb-turn");
   const head = el("div", "lnb-turn-head");
   const label = el("span", "lnb-turn-label");

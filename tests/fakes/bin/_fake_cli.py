@@ -14,6 +14,9 @@ JSON event per line) on stdout. Environment variables steer it:
 - ``FAKE_CLI_STDERR``: text written to stderr first; ``FAKE_CLI_STDERR_BYTES``: that many
   bytes of noise written to stderr first.
 - ``FAKE_CLI_DELAY``: seconds to sleep between lines.
+- ``FAKE_CLI_MCP_CALL``: (claude) a JSON ``{"tool", "arguments"}``: the fake reads the server
+  of its ``--mcp-config`` file, calls that tool over streamable HTTP with the file's headers
+  (`_fake_mcp_call`), and replays a run that used it, its answer quoting the tool's result.
 - ``FAKE_CLI_RECORD``: a file to which one JSON line is appended per run: ``argv`` (without
   the executable), ``pid``, ``pgid``, ``cwd`` and ``child_pid`` (``child`` and ``stubborn_child`` modes).
 """
@@ -92,7 +95,12 @@ def main(cli: str) -> None:
             sys.stderr.buffer.write(block)
     sys.stderr.flush()
     transcript = env.get("FAKE_CLI_TRANSCRIPT") or str(FIXTURES / f"{cli}_tool_run.jsonl")
-    lines = Path(transcript).read_text(encoding="utf-8").splitlines()
+    if env.get("FAKE_CLI_MCP_CALL") and cli == "claude":
+        from _fake_mcp_call import mcp_run
+
+        lines = mcp_run(argv, json.loads(env["FAKE_CLI_MCP_CALL"]))
+    else:
+        lines = Path(transcript).read_text(encoding="utf-8").splitlines()
     delay = float(env.get("FAKE_CLI_DELAY", "0"))
     for index, line in enumerate(lines):
         sys.stdout.write(line + "\n")

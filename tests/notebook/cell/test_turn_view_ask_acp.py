@@ -48,7 +48,9 @@ def test_an_acp_turn_asks_its_view_with_the_agents_options(ip, tmp_path, monkeyp
         "reject_always",
     ]
     assert widget.answer(ask["id"], "option:allow_once")
-    assert run(ip, "await asyncio.sleep(0.05)\n" + WAIT).error is None
+    ip.user_ns["first"] = ask["id"]
+    next_ask = "while turn.running and [a['id'] for a in turn.asks] in ([], [first]):\n"
+    assert run(ip, next_ask + "    await asyncio.sleep(0.01)").error is None
     [write] = widget.asks  # the write, with its diff, before it happens
     assert "+# Notes" in write["arguments"] and not (tmp_path / "notes.md").exists()
     assert widget.answer(write["id"], "option:allow_once")

@@ -1,0 +1,97 @@
+"""The notebook tools' approval card in a real JupyterLab, driven in Chromium.
+
+A scripted offline model calls ``run_python`` three times under ``%%lion --agent`` (the
+tool asks by default). The card shows the code (highlighted) and its risk flags; Approve
+runs the code once; Edit, then Run edited code runs the person's version and the branch
+records both; Deny records the denial and runs nothing. The proposed cell is inserted below
+the turn's cell by JupyterLab, not run.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.browser.a11y import axe_violations, text_contrast
+from tests.browser.jupyter import (
+    cell_output,
+    new_notebook,
+    open_notebook,
+    run_cell,
+    screenshot,
+    wait_for_idle,
+)
+
+pytestmark = pytest.mark.browser
+
+SETUP = """\
+%load_ext lion_nb
+from lion_nb import iModel, current_session
+RUNS = []
+agent = iModel(provider="offline", model="scripted", responses=[
+    {"tool_calls": [{"name": "run_python", "arguments": {"code": "RUNS.append('approved')"}}]},
+    {"tool_calls": [{"name": "run_python", "arguments": {"code": "RUNS.append('model')"}}]},
+    {"tool_calls": [{"name": "run_python", "arguments": {"code": "import subprocess\\nsubprocess.run(['rm', '-rf', 'data'])"}}]},
+    {"tool_calls": [{"name": "propose_cell", "arguments": {"code": "print(sorted(RUNS))"}}]},
+    "Done: one run approved, one edited, one denied.",
+])
+"""
+
+RESULTS = """\
+calls = [m for m in current_session().get_branch("agent").messages
+         if m.kind == "action_response" and m.function == "run_python"]
+print("runs:", RUNS)
+print("approval:", [c.metadata.get("approval") for c in calls])
+print("proposed:", [c.metadata.get("proposed_arguments") for c in calls])
+print("ran:", [c.arguments["code"] for c in calls])
+"""
+
+
+def test_the_card_shows_code_and_flags_and_approve_edit_deny_are_recorded(lab_page, jupyter_server):
+    page = lab_page
+    notebook = new_notebook(SETUP, "%%lion -b agent --agent -m agent\nWork on the data.", RESULTS)
+    open_notebook(page, jupyter_server, "agent-card.ipynb", notebook)
+    run_cell(page, 0)
+    run_cell(page, 1, wait=False)
+    out = cell_output(page, 1)
+
+    first = out.locator(".lnb-ask")
+    first.wait_for(timeout=30_000)
+    assert "RUNS.append('approved')" in first.locator(".lnb-ask-args").inner_text()
+    assert first.locator(".lnb-ask-args .lnb-code").count() == 1  # highlighted
+    assert first.locator(".lnb-ask-flag").count() == 0
+    first.get_by_role("button", name="Approve call to run_python").click()
+
+    second = out.locator(".lnb-ask")
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.lnb-ask-args')].some(e => e.innerText.includes(\"'model'\"))",
+        timeout=30_000,
+    )
+    second.locator(".lnb-ask-edit").click()
+    editor = second.locator("textarea.lnb-ask-code")
+    editor.fill("RUNS.append('edited')")
+    second.locator(".lnb-ask-run").click()
+
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.lnb-ask-args')].some(e => e.innerText.includes('subprocess'))",
+        timeout=30_000,
+    )
+    third = out.locator(".lnb-ask")
+    flags = third.locator(".lnb-ask-flag").all_inner_texts()
+    assert any("runs shell commands" in f for f in flags), flags
+    third.locator(".lnb-ask-edit").click()  # the editor open too, for the measures
+    low = [m for m in text_contrast(page) if m["widget"] == "lnb-turn" and m["ratio"] < m["need"]]
+    assert low == [] and axe_violations(page) == []
+    screenshot(page, "agent-card", element=out.locator(".lnb-turn"))
+    third.get_by_role("button", name="Deny call to run_python").click()
+    wait_for_idle(page)
+    assert "Done: one run approved" in out.inner_text()
+    proposed = page.locator(".jp-Notebook .jp-Cell").nth(2)  # inserted below the turn's cell
+    assert "print(sorted(RUNS))" in proposed.locator(".jp-InputArea").inner_text()
+    assert proposed.locator(".jp-OutputArea-output").count() == 0  # not run
+
+    run_cell(page, 3)
+    printed = cell_output(page, 3).inner_text()
+    assert "runs: ['approved', 'edited']" in printed, printed
+    assert "approval: ['approved by user', 'approved by user, edited', 'denied by user']" in printed
+    assert "proposed: [None, {'code': \"RUNS.append('model')\"}, None]" in printed, printed
+    assert "ran: [\"RUNS.append('approved')\", \"RUNS.append('edited')\"" in printed, printed
