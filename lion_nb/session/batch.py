@@ -50,7 +50,7 @@ import time
 import weakref
 from collections import Counter, deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ..errors import BudgetExceeded, ConfigurationError
@@ -58,6 +58,7 @@ from ..operations.verbs import default_verb, verb_names
 from ..runtime.budget import budget_scope
 from ..runtime.observer import Observers
 from ._batch_items import Price, as_items, describe, message_cost, render, shape_output
+from .batch_rows import LIVE_ITEMS
 
 if TYPE_CHECKING:
     from .branch import Branch
@@ -66,7 +67,7 @@ if TYPE_CHECKING:
 #: (the two would import each other), so typed loosely here
 Session: TypeAlias = Any
 
-__all__ = ["BatchRun", "ItemResult", "Progress", "compare"]
+__all__ = ["BatchRun", "ItemResult", "Progress", "compare", "runs_of"]
 
 logger = logging.getLogger("lion_nb.batch")
 
@@ -85,20 +86,32 @@ ENDED_STATES = frozenset({"finished", "stopped", "failed", "detached"})
 
 @dataclass(slots=True, eq=False)
 class ItemResult:
-    """One item: its state, value or error, branch, tokens, cost and time."""
+    """One item: its state, value or error, tokens, cost and time; its branch on demand."""
 
     index: int
     item: Any
     status: str = "pending"  # pending | running | done | failed | stopped
     value: Any = None
     error: BaseException | None = None
-    branch: Any = None
+    live: Any = None  # the item's Branch while it runs (or kept: `BatchRun.keeps_branches`)
     tokens: int = 0
     cost_usd: float | None = 0.0
     duration: float | None = None
     attempts: int = 0
     custom_id: str | None = None  # its request's id in a provider batch
     reason: str | None = None  # why a pending item was not started ("not started (budget)")
+    run: Any = field(default=None, repr=False)
+
+    @property
+    def branch(self) -> Any:
+        """The item's Branch: the live one while it runs, else made from its row."""
+        if self.live is not None or self.run is None:
+            return self.live
+        return self.run.branch(self.index)
+
+    @branch.setter
+    def branch(self, value: Any) -> None:
+        self.live = value
 
     @property
     def label(self) -> str:
@@ -259,7 +272,11 @@ class BatchRun:
         self.concurrency = concurrency
         self._model = model
         self._data, self._kind = data, kind
-        self.items = [ItemResult(i, item) for i, item in enumerate(items)]
+        self.items = [ItemResult(i, item, run=self) for i, item in enumerate(items)]
+        from .batch_rows import ItemRows
+
+        self.rows = ItemRows(session, name)
+        register_run(session, self)
         self._counts: Counter[str] = Counter(pending=len(self.items))
         self._tokens = 0
         self._cost: float | None = 0.0
@@ -295,6 +312,9 @@ class BatchRun:
             self._queued = indices  # started by the first `await`
             return self
         self._queued = None
+        from ..runtime.ledger import session_ledger
+
+        session_ledger(self.session)  # built now, so the items' calls (not members) reach it
         self._loop, self._thread = loop, threading.get_ident()
         self._stop_requested = False
         self._budget_hit = None
@@ -376,10 +396,9 @@ class BatchRun:
         return self
 
     def _reset(self, result: ItemResult) -> None:
-        if result.branch is not None and result.branch.id in self.session:
-            self.session.remove_branch(result.branch)
+        self._release(result)
         self._set_status(result, "pending")
-        result.value = result.error = result.branch = result.duration = result.reason = None
+        result.value = result.error = result.live = result.duration = result.reason = None
         result.tokens, result.cost_usd = 0, 0.0
         self._recount()
 
@@ -397,6 +416,7 @@ class BatchRun:
             self.state = "stopped"  # the loop is going away (a kernel shutting down)
             raise
         finally:
+            self.rows.flush()
             self._elapsed += time.monotonic() - self._t0
             self._t0 = None
             self._changed()
@@ -451,12 +471,56 @@ class BatchRun:
 
     def _finish(self, result: ItemResult, status: str, start: float) -> None:
         result.duration = time.perf_counter() - start
-        base = len(self._base.messages)
-        tokens, cost = message_cost(result.branch.messages[base:], self.price, self._discount)
+        branch = result.live
+        if branch is not None:
+            base = len(self._base.messages)
+            tokens, cost = message_cost(branch.messages[base:], self.price, self._discount)
+            if not self.keeps_branches:  # its row now: the Branch is let go (batch_rows)
+                self.rows.put(result.index, branch)
+                result.live = None
+                LIVE_ITEMS.discard(str(branch.id))
+        else:
+            tokens, cost = 0, 0.0
         result.tokens, result.cost_usd = tokens, cost
         self._tokens += tokens
         self._cost = None if cost is None or self._cost is None else self._cost + cost
         self._set_status(result, status)
+
+    #: compare's items (a few models side by side) stay members of the session, as before
+    in_session = False
+
+    @property
+    def keeps_branches(self) -> bool:
+        """Whether the items keep their live Branch: compare's siblings (members of the
+        session) and a CLI agent's items (each holds its own provider session)."""
+        return self.in_session or self._per_item_model
+
+    _per_item_model = False
+
+    def _release(self, result: ItemResult) -> None:
+        """An item's branch and row are forgotten (a retry makes a fresh one)."""
+        live = result.live
+        if live is not None and live.id in self.session:
+            self.session.remove_branch(live)
+        if live is not None:
+            LIVE_ITEMS.discard(str(live.id))
+        result.live = None
+        if not self.keeps_branches:
+            self.rows.drop([result.index])
+
+    def branch(self, index: int) -> Branch | None:
+        """Item ``index``'s Branch: made from its row (a standalone branch, not a member of
+        the session: `session.include_branches` it to go on); ``None`` if it never ran."""
+        result = self.items[index]
+        if result.live is not None:
+            return result.live
+        row = self.rows.get(result.index)
+        if row is None:
+            return None
+        from .batch_rows import decode_row
+
+        model = self._model(result.item) if callable(self._model) else self._model
+        return decode_row(row, self._base, model)
 
     _discount = 1.0
     budget: Any = None
@@ -479,9 +543,7 @@ class BatchRun:
     def _not_started(self, result: ItemResult, exc: BaseException) -> None:
         """A budget stopped this item before its call: back to pending, its branch gone."""
         self._budget_hit = exc
-        if result.branch is not None and result.branch.id in self.session:
-            self.session.remove_branch(result.branch)
-        result.branch = None
+        self._release(result)
         result.reason = "not started (budget)"
         self._set_status(result, "pending")
 
@@ -498,7 +560,13 @@ class BatchRun:
             # a CLI agent resumes its provider session: each item gets a fresh one (as
             # `Branch.clone` gives the source's agent), so items never share a history there
             clone.chat_model = model.copy() if getattr(model, "is_cli", False) else model
-        self.session.include_branches(clone)
+        if clone.chat_model.is_cli:
+            self._per_item_model = True
+        if self.in_session:
+            self.session.include_branches(clone)
+        else:  # the session's bus, hooks, operations and budget, without membership
+            self.session._attach(clone)
+            LIVE_ITEMS.add(str(clone.id))
         return clone
 
     async def _call(self, branch: Branch, item: Any, prompt: Any) -> Any:
@@ -584,8 +652,11 @@ class BatchRun:
         return {r.index: r.error_text or "" for r in self.failures}
 
     @property
-    def branches(self) -> list[Any]:
-        return [r.branch for r in self.items]
+    def branches(self) -> Any:
+        """The items' branches in input order, each made when read (`branch`)."""
+        from .batch_rows import LazyBranches
+
+        return LazyBranches(self)
 
     def output(self) -> Any:
         """The results as a list, or as a new ``column`` of a copy of the DataFrame/Series."""
@@ -593,16 +664,39 @@ class BatchRun:
         return shape_output(self._data, self._kind, self.results, errors, self.column)
 
     def discard(self) -> None:
-        """Remove the items' branches from the session (the results stay on this run)."""
+        """Forget the items' branches and rows, and the run leaves the session's list of
+        runs (the results stay on this run)."""
         for result in self.items:
-            if result.branch is not None and result.branch.id in self.session:
-                self.session.remove_branch(result.branch)
+            live = result.live
+            if live is not None and live.id in self.session:
+                self.session.remove_branch(live)
+            result.live = None
+        self.rows.drop()
+        forget_run(self.session, self)
 
     def __len__(self) -> int:
         return len(self.items)
 
     def __repr__(self) -> str:
         return f"<BatchRun {self.progress().line()}>"
+
+
+_RUNS: weakref.WeakKeyDictionary[Any, dict[str, BatchRun]] = weakref.WeakKeyDictionary()
+
+
+def register_run(session: Session, run: BatchRun) -> None:
+    _RUNS.setdefault(session, {})[run.name] = run
+
+
+def forget_run(session: Session, run: BatchRun) -> None:
+    runs = _RUNS.get(session)
+    if runs is not None and runs.get(run.name) is run:
+        del runs[run.name]
+
+
+def runs_of(session: Session) -> list[BatchRun]:
+    """The session's runs, oldest first: each one entry, however many items it has."""
+    return list(_RUNS.get(session, {}).values())
 
 
 def next_name(session: Session, prefix: str) -> str:
@@ -658,4 +752,5 @@ def compare(session: Session, instruction: Any, models: list[Any], **kwargs: Any
     kwargs.setdefault("name", next_name(session, "compare"))
     kwargs.setdefault("concurrency", len(resolved))
     run = BatchRun(session, resolved, lambda _model: instruction, model=lambda m: m, **kwargs)
+    run.in_session = True
     return run.start()

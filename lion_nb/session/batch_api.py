@@ -180,6 +180,7 @@ class ProviderRun(BatchRun):
                     self._set_status(result, "failed")
             raise
         finally:
+            self.rows.flush()
             self._elapsed += time.monotonic() - self._t0
             self._t0 = None
             if self._submitted is not None:

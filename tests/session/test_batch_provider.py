@@ -129,7 +129,7 @@ def test_batched_records_equal_a_live_calls(server, provider):
     BatchEmulator(server)
     session = batch_session(server, provider)
     anyio.run(session.map(["x"], "Say {item}", via="batch", poll_interval=0.01).wait)
-    batched = next(b for b in session.branches if b.name == "map-1[0]")
+    batched = session.runs[0].branch(0)
 
     # the same exchange live, answered by the server with the same body
     live = session.default_branch.clone()

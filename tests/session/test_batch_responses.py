@@ -60,7 +60,7 @@ def test_a_batched_answer_equals_a_live_one(server):
     BatchEmulator(server)
     session = responses_session(server)
     anyio.run(session.map(["x"], "Say {item}", via="batch", poll_interval=0.01).wait)
-    batched = next(b for b in session.branches if b.name == "map-1[0]")
+    batched = session.runs[0].branch(0)
     live = session.default_branch.clone()
     tag = batched.messages[-1].metadata["reasoning_record"]["items"][0]["id"][3:]
     server.push_json(_responses_answer(tag, "gpt-5.2", "Say x", "answer: Say x"))

@@ -6,7 +6,9 @@ from __future__ import annotations
 import anyio
 
 from lion_nb import Session, iModel
+from lion_nb.session.batch_rows import decode_row
 from lion_nb.store import open_store
+from lion_nb.store.items import ItemSink
 from tests.fakes.batch_api import BatchEmulator
 from tests.fakes.http_server import FakeProvider
 from tests.waiting import until
@@ -16,44 +18,38 @@ def test_live_answers_reach_the_store_as_they_arrive(tmp_path):
     store = open_store(tmp_path / "sessions.db")
     session = Session()
     gate = anyio.Event()
-    answered: list[str] = []
 
     async def play(messages, **_request):
         prompt = messages[-1]["content"]
         if prompt == "slow":
             await gate.wait()
-        answered.append(prompt)
         return f"answer: {prompt}"
 
     session.default_branch.chat_model = iModel(provider="offline", model="function", function=play)
+    session.default_branch.msgs.add_message(system="Be brief.")
     saver = store.autosave(session)
+    sink = ItemSink(store)
+    sid = str(session.id)
 
-    def answered_on_branches() -> int:
-        return sum(
-            any(m.kind == "assistant_response" for m in b.messages)
-            for b in session.branches
-            if (b.name or "").startswith("map-1[")
-        )
+    def saved(index):  # what a restart now would find, read from the file
+        row = sink.get(sid, "map-1", index)
+        return None if row is None else decode_row(row, session.default_branch, None)
 
     async def main():
         run = session.map(["a", "b", "slow"], "{item}", concurrency=3)
-        await until(lambda: answered_on_branches() == 2, what="two answers recorded")
-        store.flush()
-        half = store.load(str(session.id))  # what a restart now would find
+        await until(lambda: sink.count(sid, "map-1")[0] == 2, what="two answers stored")
+        half = [saved(i) for i in range(3)]
         gate.set()
         await run
         return half
 
     half = anyio.run(main)
-    saved = {b.name: [m.kind for m in b.messages] for b in half.branches if b.name}
-    assert saved["map-1[0]"] == saved["map-1[1]"] == ["instruction", "assistant_response"]
-    assert saved.get("map-1[2]", []) == []  # still running: nothing of it yet
+    assert [m.kind for m in half[0].messages] == ["system", "instruction", "assistant_response"]
+    assert half[1].name == "map-1[1]" and half[1].messages[-1].response == "answer: b"
+    assert half[2] is None  # still running: nothing of it yet
     store.flush()
-    done = store.load(str(session.id))
-    assert [m.kind for m in done.get_branch("map-1[2]").messages] == [
-        "instruction",
-        "assistant_response",
-    ]
+    assert saved(2).messages[-1].response == "answer: slow"
+    assert len(store.load(sid).branches) == 1  # the items are rows, not the session's branches
     saver.stop()
     store.close()
 
