@@ -416,7 +416,7 @@ class Session(Element):
         by its id: polls it and records its results on its items' branches, rebuilt in this
         session when they are not here. Keywords: ``poll_interval``, ``poll_timeout``,
         ``response_format``."""
-        from .batch_api import resume_batch
+        from .batch_resume import resume_batch
 
         return resume_batch(self, batch_id, **kwargs)
 

@@ -1,11 +1,12 @@
-"""Batches and the session store: items' answers are autosaved as they arrive, and a provider
-batch resumed on a session restored from the store finds its branches there."""
+"""Batches and the session store: items' answers reach the store as rows as they arrive, and
+a provider batch resumed on a session restored from the store keeps its items there."""
 
 from __future__ import annotations
 
 import anyio
 
 from lion_nb import Session, iModel
+from lion_nb.session.batch_records import FileRecords
 from lion_nb.session.batch_rows import decode_row
 from lion_nb.store import open_store
 from lion_nb.store.items import ItemSink
@@ -54,7 +55,7 @@ def test_live_answers_reach_the_store_as_they_arrive(tmp_path):
     store.close()
 
 
-def test_a_resumed_batch_uses_the_branches_the_store_restored(tmp_path):
+def test_a_resumed_batch_keeps_its_items_in_the_store_not_the_session(tmp_path):
     store = open_store(tmp_path / "sessions.db")
     with FakeProvider() as fake:
         emulator = BatchEmulator(fake, polls_to_finish=2)
@@ -67,28 +68,31 @@ def test_a_resumed_batch_uses_the_branches_the_store_restored(tmp_path):
 
         async def submit():
             run = session.map(["x", "y"], "Say {item}", via="batch")
-            return await run.submit()
+            await run.submit()
+            return run
 
-        batch_id = anyio.run(submit)
+        first = anyio.run(submit)
+        ids = [e["branch_id"] for e in FileRecords().load(first.batch_id)["items"]]
         saver.checkpoint()
         store.flush()
         saver.stop()
 
-        restored = store.load(str(session.id))  # the kernel restarted; the store had them
-        names = sorted(b.name for b in restored.branches if b.name)
-        assert names == ["map-1[0]", "map-1[1]"]  # pending: the clones, no answer yet
-        before = {b.name: b for b in restored.branches if b.name}
+        restored = store.load(str(session.id))  # the kernel restarted
+        assert [b.name for b in restored.branches] == [None]  # the items were never members
+        again = store.autosave(restored)
 
         async def resume():
-            return await restored.resume_batch(batch_id, poll_interval=0.01)
+            run = restored.resume_batch(first.batch_id, poll_interval=0.01)
+            return run, await run
 
-        assert anyio.run(resume) == ["answer: Say x", "answer: Say y"]
-        after = {b.name: b for b in restored.branches if b.name}
-        assert after["map-1[0]"] is before["map-1[0]"]  # found by id, not rebuilt
-        assert [m.kind for m in after["map-1[0]"].messages] == [
-            "system",
-            "instruction",
-            "assistant_response",
-        ]
-        assert emulator.batches[batch_id].state == "ended"
+        run, results = anyio.run(resume)
+        assert results == ["answer: Say x", "answer: Say y"]
+        assert [str(b.id) for b in run.branches] == ids  # under the ids they were sent with
+        store.flush()
+        row = ItemSink(store).get(str(session.id), "map-1", 1)
+        kept = decode_row(row, restored.default_branch, None)
+        assert [m.kind for m in kept.messages] == ["system", "instruction", "assistant_response"]
+        assert kept.messages[-1].response == "answer: Say y"
+        assert emulator.batches[first.batch_id].state == "ended"
+        again.stop()
     store.close()
