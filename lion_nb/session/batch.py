@@ -674,6 +674,38 @@ class BatchRun:
         self.rows.drop()
         forget_run(self.session, self)
 
+    def summary(self) -> dict[str, Any]:
+        """The run as one row (explorer, ``%lion branches``): its counts, never its items."""
+        p = self.progress()
+        return {
+            "run": self.name,
+            "via": self.via,
+            "state": p.state,
+            "items": p.total,
+            "done": p.done,
+            "failed": p.failed,
+            "stopped": p.stopped,
+            "pending": p.pending + p.in_flight,
+            "tokens": p.tokens,
+            "cost_usd": p.cost_usd,
+        }
+
+    def page(self, start: int = 0, size: int = 50) -> list[dict[str, Any]]:
+        """Items ``start`` to ``start + size`` as rows (index, label, status, value or error):
+        a page of a run of any size, read from its compact results, never its branches."""
+        rows = []
+        for r in self.items[max(0, start) : max(0, start) + max(0, size)]:
+            value = r.value if r.status == "done" else r.error_text
+            rows.append(
+                {
+                    "index": r.index,
+                    "item": r.label,
+                    "status": r.status,
+                    "result": describe(value, limit=80) if value is not None else "",
+                }
+            )
+        return rows
+
     def __len__(self) -> int:
         return len(self.items)
 

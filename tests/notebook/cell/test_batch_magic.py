@@ -164,3 +164,13 @@ def test_map_and_compare_convert_values_as_one_turn_does(nb, tmp_path):
     assert compared and all(
         next(m for m in b.messages if m.kind == "instruction").images for b in compared
     )
+
+
+def test_lion_branches_lists_a_run_as_one_row_with_its_counts(nb):
+    assert run(nb, "%%lion -m echo --map cities -q\n{item}").error is None
+    table = run(nb, "%lion branches").value
+    text = str(table)
+    assert "map-1 (run)" in text and "3 items" in text
+    assert "2 done · 1 failed · 0 left" in text
+    assert "map-1[0]" not in text  # the items are paged from the run, not listed
+    assert current_session().runs[0].page(2, 5)[0]["index"] == 2
