@@ -82,6 +82,9 @@ _TAKEN: weakref.WeakKeyDictionary[Any, set[tuple[str, int]]] = weakref.WeakKeyDi
 #: a run's states: pending, running (submitting, submitted, collecting for a provider batch),
 #: then one of these
 ENDED_STATES = frozenset({"finished", "stopped", "failed", "detached"})
+_END = object()
+#: inputs read as the run goes (`batch_sources`): their done items are not kept
+_STREAMED = frozenset({"file", "polars", "iterator"})
 
 
 @dataclass(slots=True, eq=False)
@@ -216,7 +219,16 @@ class BatchRun:
         from ..runtime.budget import Budget
 
         self.budget = Budget.of(budget)
-        items, kind = as_items(data)
+        from .batch_sources import stream_of
+
+        streamed = stream_of(data)
+        source_rows: Any = None
+        if streamed is None:
+            items, kind = as_items(data)
+        else:  # read as workers are free: only the first item now, for the template check
+            source_rows, kind = streamed
+            items = [next(source_rows, _END)]
+            items = [] if items[0] is _END else items
         _check_operation(operation)
         if concurrency is not None and (
             isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1
@@ -241,6 +253,7 @@ class BatchRun:
             data=data,
             kind=kind,
         )
+        self._source = source_rows
         if items and isinstance(instruction, str):
             render(instruction, items[0], 0)  # a wrong placeholder fails here, not 500 times
 
@@ -410,10 +423,15 @@ class BatchRun:
         self._changed()
         try:
             await self._run(indices)
+            if self.read_error is not None:  # the items read so far keep their results
+                raise self.read_error
             halted = self._stop_requested or self._budget_hit is not None
             self.state = "stopped" if halted else "finished"
         except anyio.get_cancelled_exc_class():
             self.state = "stopped"  # the loop is going away (a kernel shutting down)
+            raise
+        except Exception:
+            self.state = "failed"
             raise
         finally:
             self.rows.flush()
@@ -428,23 +446,47 @@ class BatchRun:
         queue = deque(indices)
         async with anyio.create_task_group() as tg:
             self._scope = tg.cancel_scope
-            for n in range(min(self.concurrency, len(queue))):
+            workers = self.concurrency if self._source is not None else len(queue)
+            for n in range(min(self.concurrency, workers)):
                 tg.start_soon(self._worker, queue)
                 if n % _START_BATCH == _START_BATCH - 1:
                     await anyio.lowlevel.checkpoint()  # a few workers per turn (module doc)
         self._scope = None
 
+    def _next_index(self, queue: deque[int]) -> int | None:
+        """The next item to run: from the queue, else read from a streamed input."""
+        if queue:
+            return queue.popleft()
+        source = self._source
+        if source is None:
+            return None
+        try:
+            item = next(source, _END)
+        except Exception as exc:  # a row that cannot be read: the run ends with why
+            self._source, self.read_error = None, exc
+            return None
+        if item is _END:
+            self._source = None
+            return None
+        result = ItemResult(len(self.items), item, run=self)
+        self.items.append(result)
+        self._counts["pending"] += 1
+        return result.index
+
     async def _worker(self, queue: deque[int]) -> None:
         import anyio.lowlevel
 
-        while queue and not self._stop_requested:
+        while (queue or self._source is not None) and not self._stop_requested:
             if self._budget_hit is not None:
                 for index in queue:
                     self.items[index].reason = "not started (budget)"
                 queue.clear()
                 self._changed()
                 return
-            await self._run_item(self.items[queue.popleft()])
+            index = self._next_index(queue)
+            if index is None:
+                return
+            await self._run_item(self.items[index])
             await anyio.lowlevel.checkpoint()  # an item that never waited still yields
 
     async def _run_item(self, result: ItemResult) -> None:
@@ -471,6 +513,8 @@ class BatchRun:
 
     def _finish(self, result: ItemResult, status: str, start: float) -> None:
         result.duration = time.perf_counter() - start
+        if status == "done" and self._kind in _STREAMED:
+            result.item = None  # a streamed input is not kept: its row has the prompt
         branch = result.live
         if branch is not None:
             base = len(self._base.messages)
@@ -523,6 +567,8 @@ class BatchRun:
         return decode_row(row, self._base, model)
 
     _discount = 1.0
+    _source: Any = None  # a streamed input's rows not read yet (`batch_sources`)
+    read_error: BaseException | None = None  # why a streamed input could not be read on
     budget: Any = None
     _budget_meter: Any = None
 
@@ -659,8 +705,15 @@ class BatchRun:
         return LazyBranches(self)
 
     def output(self) -> Any:
-        """The results as a list, or as a new ``column`` of a copy of the DataFrame/Series."""
+        """The results as a list, or as a new ``column`` of a copy of the DataFrame/Series
+        (a frame of ``index`` and ``column`` for a file or a polars frame)."""
         errors = [r.error_text if r.status == "failed" else None for r in self.items]
+        if self._kind == "iterator":
+            return self.results
+        if self._kind in _STREAMED:
+            from .batch_sources import result_frame
+
+            return result_frame(range(len(self.items)), self.results, errors, self.column)
         return shape_output(self._data, self._kind, self.results, errors, self.column)
 
     def discard(self) -> None:

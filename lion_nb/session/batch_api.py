@@ -193,6 +193,12 @@ class ProviderRun(BatchRun):
         self._t0, self._finished_at_t0 = time.monotonic(), self._finished()
         self._changed()
         try:
+            from collections import deque
+
+            while self._source is not None:  # a provider batch is sent whole: read it all
+                added = self._next_index(deque())
+                if added is not None:
+                    indices.append(added)
             unsent = [i for i in indices if self.items[i].status == "pending"]
             if unsent:
                 await self._submit(unsent)
