@@ -392,9 +392,12 @@ class ProviderRun(BatchRun):
             waiting = [p for p in self.parts if p.batch_id and not p.collected]
             if not waiting:
                 return
-            async with _first_error(), anyio.create_task_group() as tg:
-                for part in waiting:
-                    tg.start_soon(self._poll_once, part)
+            if len(waiting) == 1:
+                await self._poll_once(waiting[0])
+            else:
+                async with _first_error(), anyio.create_task_group() as tg:
+                    for part in waiting:
+                        tg.start_soon(self._poll_once, part)
             ended = [p for p in waiting if p.status is not None and p.status.ended]
             self._changed()
             for part in ended:
