@@ -752,7 +752,7 @@ class BatchRun:
             rows.append(
                 {
                     "index": r.index,
-                    "item": r.label,
+                    "item": r.label if r.item is not None else "",  # a streamed row: not kept
                     "status": r.status,
                     "result": describe(value, limit=80) if value is not None else "",
                 }
