@@ -483,10 +483,10 @@ class BatchRun:
                 queue.clear()
                 self._changed()
                 return
-            index = self._next_index(queue)
-            if index is None:
+            taken = self._next_index(queue)
+            if taken is None:
                 return
-            await self._run_item(self.items[index])
+            await self._run_item(self.items[taken])
             await anyio.lowlevel.checkpoint()  # an item that never waited still yields
 
     async def _run_item(self, result: ItemResult) -> None:

@@ -571,6 +571,7 @@ class ProviderRun(BatchRun):
     # -- records -----------------------------------------------------------------------------------
     def _make_record(self, part: Part, sent: list[ItemResult]) -> dict[str, Any]:
         model = self.model
+        price = price_pair(self.price)
         return {
             "version": VERSION,
             "batch_id": part.batch_id,
@@ -584,7 +585,7 @@ class ProviderRun(BatchRun):
             "model": model.to_dict(include_request_options=True, include_processor_config=True),
             "source": self._base.to_dict(mode="json"),
             "kwargs": saved_kwargs(self.kwargs),
-            "price": list(price_pair(self.price)) if price_pair(self.price) else None,
+            "price": list(price) if price else None,
             "column": self.column,
             "items": [
                 {
@@ -601,9 +602,11 @@ class ProviderRun(BatchRun):
         }
 
     async def _mark_collected(self, part: Part) -> None:
-        book = book_for(self.session)
+        book, batch_id = book_for(self.session), part.batch_id
+        if batch_id is None:
+            return
         try:
-            record = await anyio.to_thread.run_sync(book.load, part.batch_id)
+            record = await anyio.to_thread.run_sync(book.load, batch_id)
         except Exception:
             return
         record["state"] = "collected"
@@ -661,7 +664,9 @@ async def _first_error() -> Any:
     if sys.version_info >= (3, 11):
         groups: Any = BaseExceptionGroup  # noqa: F821 - a builtin from 3.11
     else:  # pragma: no cover - anyio's own dependency on 3.10
-        from exceptiongroup import BaseExceptionGroup as groups
+        from exceptiongroup import (  # type: ignore[import-not-found]
+            BaseExceptionGroup as groups,
+        )
     try:
         yield
     except groups as group:

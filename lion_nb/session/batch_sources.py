@@ -53,7 +53,7 @@ def _file_rows(path: Path) -> Iterator[dict[str, Any]]:
 
 def _csv(path: Path) -> Iterator[dict[str, Any]]:
     try:
-        from pyarrow import csv
+        from pyarrow import csv  # type: ignore[import-untyped]
     except ImportError:  # the standard library's reader: slower, as lazy
         import csv as text_csv
 
@@ -79,7 +79,7 @@ def _jsonl(path: Path) -> Iterator[Any]:
 
 def _parquet(path: Path) -> Iterator[dict[str, Any]]:
     try:
-        import pyarrow.parquet as pq
+        import pyarrow.parquet as pq  # type: ignore[import-untyped]
     except ImportError:
         raise ConfigurationError(
             "Reading Parquet needs pyarrow: `pip install 'lion_nb[arrow]'`."

@@ -61,7 +61,7 @@ class ExplorerTree(anywidget.AnyWidget):
     status = traitlets.Unicode("").tag(sync=True)
     height = traitlets.Unicode("").tag(sync=True)
     #: the session's map runs, one summary each (their items: `SessionExplorer.run_page`)
-    runs = traitlets.List([]).tag(sync=True)
+    runs = traitlets.List(traitlets.Dict()).tag(sync=True)
 
 
 class SessionExplorer(StaticFallback, ipywidgets.HBox):
