@@ -21,7 +21,7 @@ from ..errors import ConfigurationError
 __all__ = ["FILE_KINDS", "stream_of"]
 
 FILE_KINDS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
-CHUNK_ROWS = 2_048
+CHUNK_ROWS = 512
 
 
 def stream_of(data: Any) -> tuple[Iterator[Any], str] | None:
@@ -84,7 +84,10 @@ def _parquet(path: Path) -> Iterator[dict[str, Any]]:
         raise ConfigurationError(
             "Reading Parquet needs pyarrow: `pip install 'lion_nb[arrow]'`."
         ) from None
-    for batch in pq.ParquetFile(path).iter_batches(batch_size=CHUNK_ROWS):
+    # no pre-buffering and a small read buffer: by default a row group is read whole, and
+    # a 200 MB file then held about 300 MB (measured)
+    source = pq.ParquetFile(path, pre_buffer=False, buffer_size=1 << 20)
+    for batch in source.iter_batches(batch_size=CHUNK_ROWS, use_threads=False):
         yield from batch.to_pylist()
 
 
