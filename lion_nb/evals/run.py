@@ -143,7 +143,10 @@ class EvalRun(EvalResults):
             self._make_batches(start, concurrency, dict(price=price, **kwargs))
         finally:
             session.remove_branch(start)  # each run snapshotted it when it was made
+        from ..session.batch import forget_run
+
         for batch in self.batches:
+            forget_run(self.session, batch)  # the evaluation is the entry, not its batches
             batch.on_progress(lambda _batch: self._changed())
         self.start()
 

@@ -388,12 +388,14 @@ def fitting_requests(
     session: Session | None = None,
     pricer: Pricer | None = None,
     meter: Meter | None = None,
+    planned: list[float] | None = None,
 ) -> tuple[int, BudgetExceeded | None]:
     """How many of ``requests`` (in order) fit, all together, every budget over the calls of
     ``branch``'s clones (its session's, a scope's) and ``meter``'s, by their worst cases
     (``pricer``: the batch's discounted price); and the `BudgetExceeded` for the first that
     does not. A provider batch is checked whole before it is submitted: once submitted, its
-    calls cannot be stopped one by one."""
+    calls cannot be stopped one by one. ``planned`` (``[usd, tokens]``): the worst cases of
+    the job's batches submitted before this one, updated with the ones that fit here."""
     if not _MADE[0]:
         return len(requests), None
     if session is None and branch.attachment.session_id is not None:
@@ -406,7 +408,7 @@ def fitting_requests(
         return len(requests), None
     pricer = pricer or imodel.pricer
     label = f"{imodel.provider}/{imodel.model}"
-    sum_usd, sum_tokens = 0.0, 0
+    sum_usd, sum_tokens = (float(planned[0]), int(planned[1])) if planned else (0.0, 0)
     for n, request in enumerate(requests):
         est_in = _request_tokens(request)
         limit = _max_tokens(imodel, request)
@@ -433,6 +435,8 @@ def fitting_requests(
                     f"The {where} budget of {budget.tokens:,} tokens is reached: {tokens:,} "
                     f"used, and the batch's first {n + 1} item(s) need about {needed:,}"
                 )
+            if planned is not None:
+                planned[:] = [sum_usd, sum_tokens]
             return n, BudgetExceeded(
                 f"{message}; {n} fit, the rest were not submitted. {_raise_hint(where, kind)}",
                 budget=budget,
@@ -444,6 +448,8 @@ def fitting_requests(
             )
         sum_usd += worst_usd
         sum_tokens += est_in + max_tokens
+    if planned is not None:
+        planned[:] = [sum_usd, sum_tokens]
     return len(requests), None
 
 

@@ -50,7 +50,7 @@ import time
 import weakref
 from collections import Counter, deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ..errors import BudgetExceeded, ConfigurationError
@@ -58,6 +58,8 @@ from ..operations.verbs import default_verb, verb_names
 from ..runtime.budget import budget_scope
 from ..runtime.observer import Observers
 from ._batch_items import Price, as_items, describe, message_cost, render, shape_output
+from .batch_progress import Progress, count_parts
+from .batch_rows import LIVE_ITEMS
 
 if TYPE_CHECKING:
     from .branch import Branch
@@ -66,7 +68,7 @@ if TYPE_CHECKING:
 #: (the two would import each other), so typed loosely here
 Session: TypeAlias = Any
 
-__all__ = ["BatchRun", "ItemResult", "Progress", "compare"]
+__all__ = ["BatchRun", "ItemResult", "Progress", "compare", "count_parts", "runs_of"]
 
 logger = logging.getLogger("lion_nb.batch")
 
@@ -81,24 +83,39 @@ _TAKEN: weakref.WeakKeyDictionary[Any, set[tuple[str, int]]] = weakref.WeakKeyDi
 #: a run's states: pending, running (submitting, submitted, collecting for a provider batch),
 #: then one of these
 ENDED_STATES = frozenset({"finished", "stopped", "failed", "detached"})
+_END = object()
+#: inputs read as the run goes (`batch_sources`): their done items are not kept
+_STREAMED = frozenset({"file", "polars", "iterator"})
 
 
 @dataclass(slots=True, eq=False)
 class ItemResult:
-    """One item: its state, value or error, branch, tokens, cost and time."""
+    """One item: its state, value or error, tokens, cost and time; its branch on demand."""
 
     index: int
     item: Any
     status: str = "pending"  # pending | running | done | failed | stopped
     value: Any = None
     error: BaseException | None = None
-    branch: Any = None
+    live: Any = None  # the item's Branch while it runs (or kept: `BatchRun.keeps_branches`)
     tokens: int = 0
     cost_usd: float | None = 0.0
     duration: float | None = None
     attempts: int = 0
     custom_id: str | None = None  # its request's id in a provider batch
     reason: str | None = None  # why a pending item was not started ("not started (budget)")
+    run: Any = field(default=None, repr=False)
+
+    @property
+    def branch(self) -> Any:
+        """The item's Branch: the live one while it runs, else made from its row."""
+        if self.live is not None or self.run is None:
+            return self.live
+        return self.run.branch(self.index)
+
+    @branch.setter
+    def branch(self, value: Any) -> None:
+        self.live = value
 
     @property
     def label(self) -> str:
@@ -111,72 +128,6 @@ class ItemResult:
         from ..models.secrets import redact
 
         return redact(f"{type(self.error).__name__}: {self.error}")
-
-
-@dataclass(frozen=True, slots=True)
-class Progress:
-    """A snapshot of a run. ``cost_usd`` and ``eta`` are ``None`` when unknown."""
-
-    name: str
-    via: str
-    state: str
-    total: int
-    done: int
-    failed: int
-    stopped: int
-    in_flight: int
-    pending: int
-    tokens: int
-    cost_usd: float | None
-    elapsed: float
-    eta: float | None
-    #: items not started because a budget was reached
-    not_started: int = 0
-
-    @property
-    def projected_usd(self) -> float | None:
-        """The run's cost if the items left cost what the finished ones did on average."""
-        if self.cost_usd is None or not self.finished:
-            return None
-        return self.cost_usd / self.finished * self.total
-
-    @property
-    def finished(self) -> int:
-        return self.done + self.failed + self.stopped
-
-    def line(self) -> str:
-        """One line of text, for the text view and reprs."""
-        parts = count_parts(
-            self.done, self.total, self.failed, self.stopped, self.tokens, self.in_flight
-        )
-        if self.not_started:
-            parts.append(f"{self.not_started} not started (budget)")
-        if self.cost_usd is not None:
-            spend = f"${self.cost_usd:.4f}"
-            projected = self.projected_usd
-            if projected and self.finished < self.total:  # nothing to project from $0
-                spend += f" (projected ${projected:.4f})"
-            parts.append(spend)
-        if self.eta is not None and self.state in ("running", "submitted"):
-            parts.append(f"ETA {self.eta:.0f} s")
-        return f"{self.name} ({self.via}, {self.state}): " + " · ".join(parts)
-
-
-def count_parts(
-    done: int, total: int, failed: int, stopped: int, tokens: int, in_flight: int = 0
-) -> list[str]:
-    """A batch's counts as short phrases ("3/10 done", "1 failed", ...), the ones that are
-    not zero, for the text view and the progress widget's static rendering."""
-    parts = [f"{done}/{total} done"]
-    if failed:
-        parts.append(f"{failed} failed")
-    if stopped:
-        parts.append(f"{stopped} stopped")
-    if in_flight:
-        parts.append(f"{in_flight} in flight")
-    if tokens:
-        parts.append(f"{tokens:,} tokens")
-    return parts
 
 
 class BatchRun:
@@ -203,7 +154,16 @@ class BatchRun:
         from ..runtime.budget import Budget
 
         self.budget = Budget.of(budget)
-        items, kind = as_items(data)
+        from .batch_sources import stream_of
+
+        streamed = stream_of(data)
+        source_rows: Any = None
+        if streamed is None:
+            items, kind = as_items(data)
+        else:  # read as workers are free: only the first item now, for the template check
+            source_rows, kind = streamed
+            items = [next(source_rows, _END)]
+            items = [] if items[0] is _END else items
         _check_operation(operation)
         if concurrency is not None and (
             isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1
@@ -228,6 +188,7 @@ class BatchRun:
             data=data,
             kind=kind,
         )
+        self._source = source_rows
         if items and isinstance(instruction, str):
             render(instruction, items[0], 0)  # a wrong placeholder fails here, not 500 times
 
@@ -259,7 +220,11 @@ class BatchRun:
         self.concurrency = concurrency
         self._model = model
         self._data, self._kind = data, kind
-        self.items = [ItemResult(i, item) for i, item in enumerate(items)]
+        self.items = [ItemResult(i, item, run=self) for i, item in enumerate(items)]
+        from .batch_rows import ItemRows
+
+        self.rows = ItemRows(session, name)
+        register_run(session, self)
         self._counts: Counter[str] = Counter(pending=len(self.items))
         self._tokens = 0
         self._cost: float | None = 0.0
@@ -295,6 +260,9 @@ class BatchRun:
             self._queued = indices  # started by the first `await`
             return self
         self._queued = None
+        from ..runtime.ledger import session_ledger
+
+        session_ledger(self.session)  # built now, so the items' calls (not members) reach it
         self._loop, self._thread = loop, threading.get_ident()
         self._stop_requested = False
         self._budget_hit = None
@@ -376,10 +344,9 @@ class BatchRun:
         return self
 
     def _reset(self, result: ItemResult) -> None:
-        if result.branch is not None and result.branch.id in self.session:
-            self.session.remove_branch(result.branch)
+        self._release(result)
         self._set_status(result, "pending")
-        result.value = result.error = result.branch = result.duration = result.reason = None
+        result.value = result.error = result.live = result.duration = result.reason = None
         result.tokens, result.cost_usd = 0, 0.0
         self._recount()
 
@@ -391,12 +358,18 @@ class BatchRun:
         self._changed()
         try:
             await self._run(indices)
+            if self.read_error is not None:  # the items read so far keep their results
+                raise self.read_error
             halted = self._stop_requested or self._budget_hit is not None
             self.state = "stopped" if halted else "finished"
         except anyio.get_cancelled_exc_class():
             self.state = "stopped"  # the loop is going away (a kernel shutting down)
             raise
+        except Exception:
+            self.state = "failed"
+            raise
         finally:
+            self.rows.flush()
             self._elapsed += time.monotonic() - self._t0
             self._t0 = None
             self._changed()
@@ -408,23 +381,47 @@ class BatchRun:
         queue = deque(indices)
         async with anyio.create_task_group() as tg:
             self._scope = tg.cancel_scope
-            for n in range(min(self.concurrency, len(queue))):
+            workers = self.concurrency if self._source is not None else len(queue)
+            for n in range(min(self.concurrency, workers)):
                 tg.start_soon(self._worker, queue)
                 if n % _START_BATCH == _START_BATCH - 1:
                     await anyio.lowlevel.checkpoint()  # a few workers per turn (module doc)
         self._scope = None
 
+    def _next_index(self, queue: deque[int]) -> int | None:
+        """The next item to run: from the queue, else read from a streamed input."""
+        if queue:
+            return queue.popleft()
+        source = self._source
+        if source is None:
+            return None
+        try:
+            item = next(source, _END)
+        except Exception as exc:  # a row that cannot be read: the run ends with why
+            self._source, self.read_error = None, exc
+            return None
+        if item is _END:
+            self._source = None
+            return None
+        result = ItemResult(len(self.items), item, run=self)
+        self.items.append(result)
+        self._counts["pending"] += 1
+        return result.index
+
     async def _worker(self, queue: deque[int]) -> None:
         import anyio.lowlevel
 
-        while queue and not self._stop_requested:
+        while (queue or self._source is not None) and not self._stop_requested:
             if self._budget_hit is not None:
                 for index in queue:
                     self.items[index].reason = "not started (budget)"
                 queue.clear()
                 self._changed()
                 return
-            await self._run_item(self.items[queue.popleft()])
+            taken = self._next_index(queue)
+            if taken is None:
+                return
+            await self._run_item(self.items[taken])
             await anyio.lowlevel.checkpoint()  # an item that never waited still yields
 
     async def _run_item(self, result: ItemResult) -> None:
@@ -451,14 +448,62 @@ class BatchRun:
 
     def _finish(self, result: ItemResult, status: str, start: float) -> None:
         result.duration = time.perf_counter() - start
-        base = len(self._base.messages)
-        tokens, cost = message_cost(result.branch.messages[base:], self.price, self._discount)
+        if status == "done" and self._kind in _STREAMED:
+            result.item = None  # a streamed input is not kept: its row has the prompt
+        branch = result.live
+        if branch is not None:
+            base = len(self._base.messages)
+            tokens, cost = message_cost(branch.messages[base:], self.price, self._discount)
+            if not self.keeps_branches:  # its row now: the Branch is let go (batch_rows)
+                self.rows.put(result.index, branch)
+                result.live = None
+                LIVE_ITEMS.discard(str(branch.id))
+        else:
+            tokens, cost = 0, 0.0
         result.tokens, result.cost_usd = tokens, cost
         self._tokens += tokens
         self._cost = None if cost is None or self._cost is None else self._cost + cost
         self._set_status(result, status)
 
+    #: compare's items (a few models side by side) stay members of the session, as before
+    in_session = False
+
+    @property
+    def keeps_branches(self) -> bool:
+        """Whether the items keep their live Branch: compare's siblings (members of the
+        session) and a CLI agent's items (each holds its own provider session)."""
+        return self.in_session or self._per_item_model
+
+    _per_item_model = False
+
+    def _release(self, result: ItemResult) -> None:
+        """An item's branch and row are forgotten (a retry makes a fresh one)."""
+        live = result.live
+        if live is not None and live.id in self.session:
+            self.session.remove_branch(live)
+        if live is not None:
+            LIVE_ITEMS.discard(str(live.id))
+        result.live = None
+        if not self.keeps_branches:
+            self.rows.drop([result.index])
+
+    def branch(self, index: int) -> Branch | None:
+        """Item ``index``'s Branch: made from its row (a standalone branch, not a member of
+        the session: `session.include_branches` it to go on); ``None`` if it never ran."""
+        result = self.items[index]
+        if result.live is not None:
+            return result.live
+        row = self.rows.get(result.index)
+        if row is None:
+            return None
+        from .batch_rows import decode_row
+
+        model = self._model(result.item) if callable(self._model) else self._model
+        return decode_row(row, self._base, model)
+
     _discount = 1.0
+    _source: Any = None  # a streamed input's rows not read yet (`batch_sources`)
+    read_error: BaseException | None = None  # why a streamed input could not be read on
     budget: Any = None
     _budget_meter: Any = None
 
@@ -479,9 +524,7 @@ class BatchRun:
     def _not_started(self, result: ItemResult, exc: BaseException) -> None:
         """A budget stopped this item before its call: back to pending, its branch gone."""
         self._budget_hit = exc
-        if result.branch is not None and result.branch.id in self.session:
-            self.session.remove_branch(result.branch)
-        result.branch = None
+        self._release(result)
         result.reason = "not started (budget)"
         self._set_status(result, "pending")
 
@@ -498,7 +541,13 @@ class BatchRun:
             # a CLI agent resumes its provider session: each item gets a fresh one (as
             # `Branch.clone` gives the source's agent), so items never share a history there
             clone.chat_model = model.copy() if getattr(model, "is_cli", False) else model
-        self.session.include_branches(clone)
+        if clone.chat_model.is_cli:
+            self._per_item_model = True
+        if self.in_session:
+            self.session.include_branches(clone)
+        else:  # the session's bus, hooks, operations and budget, without membership
+            self.session._attach(clone)
+            LIVE_ITEMS.add(str(clone.id))
         return clone
 
     async def _call(self, branch: Branch, item: Any, prompt: Any) -> Any:
@@ -584,25 +633,90 @@ class BatchRun:
         return {r.index: r.error_text or "" for r in self.failures}
 
     @property
-    def branches(self) -> list[Any]:
-        return [r.branch for r in self.items]
+    def branches(self) -> Any:
+        """The items' branches in input order, each made when read (`branch`)."""
+        from .batch_rows import LazyBranches
+
+        return LazyBranches(self)
 
     def output(self) -> Any:
-        """The results as a list, or as a new ``column`` of a copy of the DataFrame/Series."""
+        """The results as a list, or as a new ``column`` of a copy of the DataFrame/Series
+        (a frame of ``index`` and ``column`` for a file or a polars frame)."""
         errors = [r.error_text if r.status == "failed" else None for r in self.items]
+        if self._kind == "iterator":
+            return self.results
+        if self._kind in _STREAMED:
+            from .batch_sources import result_frame
+
+            return result_frame(range(len(self.items)), self.results, errors, self.column)
         return shape_output(self._data, self._kind, self.results, errors, self.column)
 
     def discard(self) -> None:
-        """Remove the items' branches from the session (the results stay on this run)."""
+        """Forget the items' branches and rows, and the run leaves the session's list of
+        runs (the results stay on this run)."""
         for result in self.items:
-            if result.branch is not None and result.branch.id in self.session:
-                self.session.remove_branch(result.branch)
+            live = result.live
+            if live is not None and live.id in self.session:
+                self.session.remove_branch(live)
+            result.live = None
+        self.rows.drop()
+        forget_run(self.session, self)
+
+    def summary(self) -> dict[str, Any]:
+        """The run as one row (explorer, ``%lion branches``): its counts, never its items."""
+        p = self.progress()
+        return {
+            "run": self.name,
+            "via": self.via,
+            "state": p.state,
+            "items": p.total,
+            "done": p.done,
+            "failed": p.failed,
+            "stopped": p.stopped,
+            "pending": p.pending + p.in_flight,
+            "tokens": p.tokens,
+            "cost_usd": p.cost_usd,
+        }
+
+    def page(self, start: int = 0, size: int = 50) -> list[dict[str, Any]]:
+        """Items ``start`` to ``start + size`` as rows (index, label, status, value or error):
+        a page of a run of any size, read from its compact results, never its branches."""
+        rows = []
+        for r in self.items[max(0, start) : max(0, start) + max(0, size)]:
+            value = r.value if r.status == "done" else r.error_text
+            rows.append(
+                {
+                    "index": r.index,
+                    "item": r.label if r.item is not None else "",  # a streamed row: not kept
+                    "status": r.status,
+                    "result": describe(value, limit=80) if value is not None else "",
+                }
+            )
+        return rows
 
     def __len__(self) -> int:
         return len(self.items)
 
     def __repr__(self) -> str:
         return f"<BatchRun {self.progress().line()}>"
+
+
+_RUNS: weakref.WeakKeyDictionary[Any, dict[str, BatchRun]] = weakref.WeakKeyDictionary()
+
+
+def register_run(session: Session, run: BatchRun) -> None:
+    _RUNS.setdefault(session, {})[run.name] = run
+
+
+def forget_run(session: Session, run: BatchRun) -> None:
+    runs = _RUNS.get(session)
+    if runs is not None and runs.get(run.name) is run:
+        del runs[run.name]
+
+
+def runs_of(session: Session) -> list[BatchRun]:
+    """The session's runs, oldest first: each one entry, however many items it has."""
+    return list(_RUNS.get(session, {}).values())
 
 
 def next_name(session: Session, prefix: str) -> str:
@@ -658,4 +772,5 @@ def compare(session: Session, instruction: Any, models: list[Any], **kwargs: Any
     kwargs.setdefault("name", next_name(session, "compare"))
     kwargs.setdefault("concurrency", len(resolved))
     run = BatchRun(session, resolved, lambda _model: instruction, model=lambda m: m, **kwargs)
+    run.in_session = True
     return run.start()

@@ -41,13 +41,12 @@ results in input order, failures, stop, retry, the same widget), with these deci
 
 from __future__ import annotations
 
-import importlib
-import json
 import logging
 import time
-from contextlib import aclosing
+from contextlib import aclosing, asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
-from uuid import UUID
+from uuid import UUID, uuid4
 
 import anyio
 
@@ -59,16 +58,19 @@ from ..errors import (
 )
 from ..models.endpoints.base import APIEndpoint, ChatRequest, ModelResponse
 from ..runtime.budget import budget_scope
-from ._batch_items import Price, describe, render
-from .batch import BatchRun, ItemResult, _check_operation, _resolve_model
-from .batch_records import VERSION, book_for
+from ._batch_items import render
+from .batch import BatchRun, ItemResult
+from .batch_records import VERSION, book_for, jsonable, price_pair, saved_kwargs
+from .batch_rows import LIVE_ITEMS
 
-__all__ = ["ProviderRun", "resume_batch"]
+__all__ = ["Part", "ProviderRun"]
 
 logger = logging.getLogger("lion_nb.batch")
 
 DEFAULT_POLL_INTERVAL = 30.0
 DEFAULT_POLL_TIMEOUT = 25 * 3600.0  # both providers end a batch within 24 hours
+#: provider batches of one job submitted at once
+SUBMIT_CONCURRENCY = 4
 _OPERATIONS = ("communicate", "chat")
 _COMMUNICATE_ONLY = ("chat_model", "parse_model", "skip_validation", "num_parse_retries")
 _REFUSED = ("clear_messages", "imodel", "return_ins_res_message")
@@ -105,6 +107,16 @@ class _Replay(APIEndpoint):
         return self._service.decode(request, self._outcome)
 
 
+@dataclass(eq=False)
+class Part:
+    """One provider batch of a job: its items (by index), its id and last status."""
+
+    indices: list[int]
+    batch_id: str | None = None
+    status: Any = None  # the last BatchStatus seen
+    collected: bool = False
+
+
 class ProviderRun(BatchRun):
     """A batch through the provider's batch service (see the module docstring)."""
 
@@ -114,6 +126,7 @@ class ProviderRun(BatchRun):
     def __init__(self, session: Any, data: Any, instruction: Any, **kwargs: Any):
         poll = kwargs.pop("poll_interval", None)
         deadline = kwargs.pop("poll_timeout", None)
+        limits = kwargs.pop("batch_limits", None)
         operation = kwargs.setdefault("operation", "communicate") or "communicate"
         kwargs["operation"] = operation
         if operation not in _OPERATIONS:
@@ -130,56 +143,83 @@ class ProviderRun(BatchRun):
                 '"provider/model" string, not a function.'
             )
         super().__init__(session, data, instruction, **kwargs)
-        self._setup(poll, deadline)
+        self._setup(poll, deadline, limits)
 
-    def _setup(self, poll_interval: float | None, poll_timeout: float | None = None) -> None:
+    def _setup(
+        self, poll_interval: float | None, poll_timeout: float | None = None, limits: Any = None
+    ) -> None:
         from ..models.batch_service import batch_service
 
         self.poll_interval = _interval(poll_interval)
         self.poll_timeout = _seconds(poll_timeout, "poll_timeout", DEFAULT_POLL_TIMEOUT)
         self.service = batch_service(self.model)
-        self.batch_id: str | None = None
-        self.batch_ids: list[str] = []
-        self.remote: Any = None  # the last BatchStatus seen
-        self._prompts: dict[int, str] = {}
-        self._record: dict[str, Any] | None = None
-        self._submitted: Any = None  # an anyio Event set once the provider has the batch
+        self.max_requests, self.max_bytes = _limits(limits, self.service)
+        self.parts: list[Part] = []
+        self.job_id = f"job-{str(self.session.id)[:8]}-{self.name}-{uuid4().hex[:8]}"
+        self._prompts: dict[int, str] = {}  # a resumed run's prompts (else rendered again)
+        self._branch_ids: dict[int, str] = {}  # a resumed run's item branch ids
+        self._submitted: Any = None  # an anyio Event set once the provider has a batch
         self._cancel_sent = False
-        self._recorded_before: set[int] = set()
+        self._names: dict[int, str] = {}  # a resumed run's item names, when not `run[i]`
         self._gave_up = False  # polling passed `poll_timeout`
+        self._planned: list[Any] = [0.0, 0]  # the worst cases submitted, for the budgets
 
     @property
     def model(self) -> Any:
         return self._model or self._base.chat_model
 
+    @property
+    def batch_id(self) -> str | None:
+        """The first provider batch's id (`batch_ids` has them all)."""
+        return next((p.batch_id for p in self.parts if p.batch_id), None)
+
+    @property
+    def batch_ids(self) -> list[str]:
+        return [p.batch_id for p in self.parts if p.batch_id]
+
+    @property
+    def remote(self) -> Any:
+        """The last status seen of the provider batch still being watched (``None``: none)."""
+        return next((p.status for p in self.parts if not p.collected and p.status), None)
+
     def _starting_state(self) -> str:
-        return "submitting" if self.batch_id is None else "submitted"
+        return "submitting" if self._queued_unsent() else "submitted"
+
+    def _queued_unsent(self) -> bool:
+        return not self.parts or all(p.collected for p in self.parts)
 
     # -- the task --------------------------------------------------------------------------------
     async def _main(self, indices: list[int]) -> None:
         self._t0, self._finished_at_t0 = time.monotonic(), self._finished()
         self._changed()
         try:
-            if self.batch_id is None:
-                await self._submit(indices)
-            if self.batch_id is not None:
-                status = await self._poll()
-                await self._collect(status)
+            from collections import deque
+
+            while self._source is not None:  # a provider batch is sent whole: read it all
+                added = self._next_index(deque())
+                if added is not None:
+                    indices.append(added)
+            unsent = [i for i in indices if self.items[i].status == "pending"]
+            if unsent:
+                await self._submit(unsent)
+            if any(not p.collected and p.batch_id for p in self.parts):
+                await self._watch()
             halted = self._stop_requested or self._budget_hit is not None
             self.state = "stopped" if halted else "finished"
         except anyio.get_cancelled_exc_class():
-            self.state = "detached"  # watched no longer; the provider's batch goes on
+            self.state = "detached"  # watched no longer; the provider's batches go on
             raise
         except Exception as exc:
             self.state = "failed"
             self.error = exc
-            gave_up = self._gave_up
             for result in self.items:  # never submitted, or given up: each fails with why
-                if result.status in ("pending", "running") and (self.batch_id is None or gave_up):
+                stuck = result.status == "pending" and not result.reason
+                if stuck or (result.status == "running" and self._gave_up):
                     result.error = exc
                     self._set_status(result, "failed")
             raise
         finally:
+            self.rows.flush()
             self._elapsed += time.monotonic() - self._t0
             self._t0 = None
             if self._submitted is not None:
@@ -189,7 +229,8 @@ class ProviderRun(BatchRun):
     error: BaseException | None = None
 
     async def submit(self) -> str | None:
-        """Wait until the provider has the batch; its id (``None`` if nothing was sent)."""
+        """Wait until the provider has the first batch; its id (``None`` if nothing was
+        sent). `batch_ids` has every batch of the job once `wait` returns."""
         if self._queued is not None or (self._task is None and self.state == "pending"):
             self.start()
         if self.batch_id is None and not self.done():
@@ -201,50 +242,115 @@ class ProviderRun(BatchRun):
         return self.batch_id
 
     async def _submit(self, indices: list[int]) -> None:
-        requests = []
+        """Capture each item's request and send them in as many provider batches as the
+        provider's limits require, a few submissions at once, as each batch fills."""
+        import anyio.lowlevel
+
+        await self._save_job(items=True)
+        limiter = anyio.CapacityLimiter(SUBMIT_CONCURRENCY)
+        requests: list[tuple[str, ChatRequest]] = []
         sent: list[ItemResult] = []
-        for index in indices:
-            result = self.items[index]
-            result.attempts += 1
-            result.branch = self._item_branch(result)
-            try:
-                prompt = render(self.instruction, result.item, index)
-                if not isinstance(prompt, str):
-                    raise ConfigurationError(
-                        "`via='batch'` needs each item's prompt as text (a template or a "
-                        f"function returning str); item {index} gave {type(prompt).__name__}."
-                    )
-                request = await self._capture(result.branch, prompt)
-            except Exception as exc:
-                result.error = exc
-                self._finish(result, "failed", time.perf_counter())
-                continue
-            self._prompts[index] = prompt
-            result.custom_id = f"item-{index}"
-            requests.append((result.custom_id, request))
-            sent.append(result)
+        size = 0
+        async with _first_error(), anyio.create_task_group() as tg:
+            for n, index in enumerate(indices):
+                if self._stop_requested or self._budget_hit is not None:
+                    break
+                result = self.items[index]
+                captured = await self._capture_item(result)
+                if captured is None:
+                    continue
+                cid, request = captured
+                nbytes = self.service.request_size(cid, request)
+                if sent and (len(sent) >= self.max_requests or size + nbytes > self.max_bytes):
+                    self._send(tg, limiter, requests, sent)
+                    requests, sent, size = [], [], 0
+                requests.append((cid, request))
+                sent.append(result)
+                size += nbytes
+                if n % 64 == 63:
+                    await anyio.lowlevel.checkpoint()  # the kernel answers while it captures
+            if sent and not self._stop_requested:
+                self._send(tg, limiter, requests, sent)
+        if self._budget_hit is not None:
+            for result in self.items:
+                if result.status == "pending" and not result.reason:
+                    result.reason = "not started (budget)"
+            self._changed()
+
+    async def _capture_item(self, result: ItemResult) -> tuple[str, ChatRequest] | None:
+        index = result.index
+        result.attempts += 1
+        branch = result.branch = self._item_branch(result)
+        try:
+            prompt = self._prompt(result)
+            request = await self._capture(branch, prompt)
+        except Exception as exc:
+            result.error = exc
+            self._finish(result, "failed", time.perf_counter())
+            return None
+        self._branch_ids[index] = str(branch.id)
+        LIVE_ITEMS.discard(str(branch.id))
+        result.live = None  # made again from the snapshot, under its id, when collected
+        result.custom_id = f"item-{index}"
+        return result.custom_id, request
+
+    def _prompt(self, result: ItemResult) -> str:
+        saved = self._prompts.get(result.index)
+        if saved is not None:
+            return saved
+        prompt = render(self.instruction, result.item, result.index)
+        if not isinstance(prompt, str):
+            raise ConfigurationError(
+                "`via='batch'` needs each item's prompt as text (a template or a function "
+                f"returning str); item {result.index} gave {type(prompt).__name__}."
+            )
+        return prompt
+
+    def _send(
+        self,
+        tg: Any,
+        limiter: Any,
+        requests: list[tuple[str, ChatRequest]],
+        sent: list[ItemResult],
+    ) -> None:
         requests, sent = self._within_budget(requests, sent)
         if not requests:
             return
-        status = await self.service.submit(requests, metadata={"lion_nb_run": self.name})
-        self.batch_id, self.remote = status.id, status
-        self.batch_ids.append(status.id)
+        part = Part([r.index for r in sent])
+        self.parts.append(part)
+        tg.start_soon(self._submit_part, part, requests, sent, limiter)
+
+    async def _submit_part(
+        self,
+        part: Part,
+        requests: list[tuple[str, ChatRequest]],
+        sent: list[ItemResult],
+        limiter: Any,
+    ) -> None:
+        async with limiter:
+            number = str(self.parts.index(part) + 1)
+            status = await self.service.submit(
+                requests, metadata={"lion_nb_run": self.name, "lion_nb_part": number}
+            )
+        part.batch_id, part.status = status.id, status
         self.state = "submitted"
+        with anyio.CancelScope(shield=True):  # recorded before anything else can stop it
+            await self._save(self._make_record(part, sent))
+            await self._save_job()
         for result in sent:
             self._set_status(result, "running")  # at the provider
-        self._record = self._make_record(sent)
-        await self._save()
         if self._submitted is not None:
             self._submitted.set()
         if self._stop_requested:
-            await self._cancel_remote()
+            await self._cancel_part(part)
 
     def _within_budget(
         self, requests: list[tuple[str, ChatRequest]], sent: list[ItemResult]
     ) -> tuple[list[tuple[str, ChatRequest]], list[ItemResult]]:
-        """The requests whose worst cases, all together, fit the budgets that apply (the
-        run's, the source branch's, the session's, a cell's), at the batch discount; the
-        rest are left pending, "not started (budget)", as a live run leaves them."""
+        """The requests whose worst cases, with those of the job's batches already sent, fit
+        the budgets that apply (the run's, the source branch's, the session's, a cell's), at
+        the batch discount; the rest are left pending, "not started (budget)", as a live run
+        leaves them."""
         from ..runtime.budget import fitting_requests
 
         model = self.model
@@ -255,11 +361,11 @@ class ProviderRun(BatchRun):
             session=self.session,
             pricer=model.pricer.discounted(self._discount),
             meter=self._meter(),
+            planned=self._planned,
         )
         if exc is None:
             return requests, sent
         for result in sent[fits:]:
-            self._prompts.pop(result.index, None)
             result.custom_id = None
             self._not_started(result, exc)
         self._changed()
@@ -279,81 +385,118 @@ class ProviderRun(BatchRun):
         assert capture.request is not None
         return capture.request
 
-    async def _poll(self) -> Any:
+    async def _watch(self) -> None:
+        """Poll every batch of the job together; collect each as soon as it has ended."""
         deadline = time.monotonic() + self.poll_timeout
         while True:
-            try:
-                status = await self.service.status(self.batch_id)
-            except (ProviderConnectionError, ProviderError) as exc:
-                if not getattr(exc, "retryable", False):
-                    raise
-                logger.warning("polling batch %s failed, trying again: %s", self.batch_id, exc)
+            waiting = [p for p in self.parts if p.batch_id and not p.collected]
+            if not waiting:
+                return
+            if len(waiting) == 1:
+                await self._poll_once(waiting[0])
             else:
-                self.remote = status
-                self.state = "submitted" if status.state == "submitted" else "running"
-                self._changed()
-                if status.ended:
-                    return status
+                async with _first_error(), anyio.create_task_group() as tg:
+                    for part in waiting:
+                        tg.start_soon(self._poll_once, part)
+            ended = [p for p in waiting if p.status is not None and p.status.ended]
+            self._changed()
+            for part in ended:
+                await self._collect(part)
+            if len(ended) == len(waiting):
+                continue
             left = deadline - time.monotonic()
             if left <= 0:
                 self._gave_up = True
-                state = self.remote.state if self.remote is not None else "not seen"
+                late = [p for p in self.parts if p.batch_id and not p.collected]
+                names = ", ".join(f"`{p.batch_id}`" for p in late)
+                states = ", ".join(p.status.state if p.status else "not seen" for p in late)
                 raise ProviderTimeoutError(
-                    f"the batch `{self.batch_id}` did not end within "
-                    f"`poll_timeout={self.poll_timeout:g}` seconds (last seen: {state}). It "
-                    f"goes on at the provider: take it up again with "
-                    f"`session.resume_batch({self.batch_id!r})`, or give a longer "
-                    "`poll_timeout=`.",
+                    f"the batch {names} did not end within `poll_timeout="
+                    f"{self.poll_timeout:g}` seconds (last seen: {states}). It goes on at the "
+                    f"provider: take it up again with `session.resume_batch("
+                    f"{late[0].batch_id!r})`, or give a longer `poll_timeout=`.",
                     provider=self.service.endpoint.name,
                 )
             await anyio.sleep(min(self.poll_interval, left))
 
-    async def _collect(self, status: Any) -> None:
+    async def _poll_once(self, part: Part) -> Any:
+        try:
+            status = await self.service.status(part.batch_id)
+        except (ProviderConnectionError, ProviderError) as exc:
+            if not getattr(exc, "retryable", False):
+                raise
+            logger.warning("polling batch %s failed, trying again: %s", part.batch_id, exc)
+            return None
+        part.status = status
+        if status.state != "submitted" and self.state == "submitted":
+            self.state = "running"
+        return status
+
+    async def _collect(self, part: Part) -> None:
         """Record each item's answer as its result line arrives (the file is streamed)."""
+        status = part.status
         self.state = "collecting"
         self._changed()
-        waiting = {r.custom_id: r for r in self.items if r.status == "running" and r.custom_id}
-        collected = []
+        mine = (self.items[i] for i in part.indices)
+        waiting = {r.custom_id: r for r in mine if r.status == "running" and r.custom_id}
         async with aclosing(self.service.results(status)) as outcomes:
             async for outcome in outcomes:
                 result = waiting.pop(outcome.custom_id, None)
                 if result is None:  # not one of ours, or a repeated line
                     continue
+                result.live = self._item_at_provider(result)
                 if outcome.cancelled:  # never ran: stopped, not failed
                     self._finish(result, "stopped", time.perf_counter())
                     continue
                 with budget_scope(self._meter()):  # the run's budget counts what it paid
                     await self._record_outcome(result, outcome)
-                collected.append(result.index)
         for result in sorted(waiting.values(), key=lambda r: r.index):
+            result.live = self._item_at_provider(result)
             reason = "stopped" if status.state in ("cancelled", "expired") else "failed"
             if reason == "failed":
                 result.error = ProviderError(
-                    f"the batch `{self.batch_id}` ended ({status.state}) without a result "
+                    f"the batch `{part.batch_id}` ended ({status.state}) without a result "
                     "for this item",
                     provider=self.service.endpoint.name,
                 )
             self._finish(result, reason, time.perf_counter())
-        self.remote = None
-        if self._record is not None:
-            self._record["state"] = "collected"
-            self._record["collected"] = sorted({*self._record.get("collected", ()), *collected})
-            await self._save()
+        part.collected = True
+        self.rows.flush()
+        await self._mark_collected(part)
+        self.state = "running" if any(not p.collected for p in self.parts) else "collecting"
+
+    def _item_at_provider(self, result: ItemResult) -> Any:
+        """The item's branch as it was submitted: a clone of the snapshot under its id."""
+        from .branch import Branch
+
+        index = result.index
+        base = self._base
+        branch_id = self._branch_ids.pop(index)
+        branch = Branch(
+            id=UUID(branch_id),
+            name=self._names.pop(index, None) or f"{self.name}[{index}]",
+            user=base.user,
+            messages=[m.clone(recipient=branch_id) for m in base.messages],
+            tools=list(base.acts.registry.values()) or None,
+            chat_model=self.model,
+            metadata={"clone_from": dict(base.metadata.get("clone_from") or {"id": str(base.id)})},
+        )
+        for mine, theirs in zip(branch.messages, base.messages, strict=True):
+            mine.metadata["clone_from"] = theirs.metadata.get("clone_from")
+        self.session._attach(branch)
+        LIVE_ITEMS.add(branch_id)
+        return branch
 
     async def _record_outcome(self, result: ItemResult, outcome: Any) -> None:
         from ..models.imodel import iModel
 
         model = self.model
         branch = result.branch
-        if result.index in self._recorded_before:  # its branch came back with its answer
-            answers = [m for m in branch.messages if m.kind == "assistant_response"]
-            result.value = answers[-1].response if answers else None
-            self._finish(result, "done", time.perf_counter())
-            return
         replay = iModel(endpoint=_Replay(self.service, outcome, model.provider, model.model))
         replay.provider = model.provider
         replay._pricer = model.pricer.discounted(self._discount)  # the batch API's discount
-        prompt = self._prompts[result.index]
+        prompt = self._prompt(result)
+        self._prompts.pop(result.index, None)
         start = time.perf_counter()
         try:
             if self.operation == "chat":
@@ -369,40 +512,49 @@ class ProviderRun(BatchRun):
 
     # -- stop, detach, retry -----------------------------------------------------------------------
     def _cancel_now(self) -> None:
-        if self.batch_id is not None and self._loop is not None:
-            self._loop.create_task(self._cancel_remote())
+        if self._loop is not None:
+            for part in self.parts:
+                if part.batch_id and not part.collected:
+                    self._loop.create_task(self._cancel_part(part))
 
-    async def _cancel_remote(self) -> None:
-        if self._cancel_sent or self.batch_id is None:
+    async def _cancel_part(self, part: Part) -> None:
+        if part.batch_id is None or part.collected:
             return
-        self._cancel_sent = True
         try:
-            self.remote = await self.service.cancel(self.batch_id)
+            part.status = await self.service.cancel(part.batch_id)
         except Exception:
-            logger.warning("could not cancel batch %s", self.batch_id, exc_info=True)
+            logger.warning("could not cancel batch %s", part.batch_id, exc_info=True)
         self._changed()
 
     def detach(self) -> bool:
-        """Stop watching the batch here; it goes on at the provider (``resume_batch`` later)."""
+        """Stop watching the batches here; they go on at the provider (``resume_batch``)."""
         if not self.running:
             return False
         self._task.cancel()  # type: ignore[union-attr]
         return True
 
     def retry(self) -> BatchRun:
-        self.batch_id, self._record, self._cancel_sent = None, None, False
+        """Submit again, as new provider batches, only the items that failed, expired, were
+        stopped or never started."""
+        self._cancel_sent = False
         self._gave_up = False
         return super().retry()
 
     # -- progress ----------------------------------------------------------------------------------
     def progress(self) -> Any:
         snap = super().progress()
-        remote = self.remote
-        if remote is None or remote.state == "submitted":
+        done = failed = 0
+        for part in self.parts:
+            status = part.status
+            if part.collected or status is None or status.state == "submitted":
+                continue
+            done += status.succeeded
+            failed += status.failed
+        if not done and not failed:
             return snap
         from dataclasses import replace
 
-        done, failed = min(remote.succeeded, snap.in_flight), remote.failed
+        done = min(done, snap.in_flight)
         failed = min(failed, snap.in_flight - done)
         eta = snap.eta
         if self._t0 is not None and done + failed > 0:
@@ -417,11 +569,13 @@ class ProviderRun(BatchRun):
         )
 
     # -- records -----------------------------------------------------------------------------------
-    def _make_record(self, sent: list[ItemResult]) -> dict[str, Any]:
+    def _make_record(self, part: Part, sent: list[ItemResult]) -> dict[str, Any]:
         model = self.model
+        price = price_pair(self.price)
         return {
             "version": VERSION,
-            "batch_id": self.batch_id,
+            "batch_id": part.batch_id,
+            "job": self.job_id,
             "provider": model.provider,
             "run": self.name,
             "operation": self.operation,
@@ -430,167 +584,112 @@ class ProviderRun(BatchRun):
             "state": "submitted",
             "model": model.to_dict(include_request_options=True, include_processor_config=True),
             "source": self._base.to_dict(mode="json"),
-            "kwargs": _saved_kwargs(self.kwargs),
-            "price": list(_price_pair(self.price)) if _price_pair(self.price) else None,
+            "kwargs": saved_kwargs(self.kwargs),
+            "price": list(price) if price else None,
             "column": self.column,
             "items": [
                 {
                     "index": r.index,
                     "custom_id": r.custom_id,
-                    "branch_id": str(r.branch.id),
-                    "name": r.branch.name,
-                    "prompt": self._prompts[r.index],
-                    "item": _jsonable(r.item),
+                    "branch_id": self._branch_ids[r.index],
+                    "name": self._names.get(r.index) or f"{self.name}[{r.index}]",
+                    "prompt": self._prompt(r),
+                    "item": jsonable(r.item),
                 }
                 for r in sent
             ],
             "collected": [],
         }
 
-    async def _save(self) -> None:
-        record = self._record
+    async def _mark_collected(self, part: Part) -> None:
+        book, batch_id = book_for(self.session), part.batch_id
+        if batch_id is None:
+            return
+        try:
+            record = await anyio.to_thread.run_sync(book.load, batch_id)
+        except Exception:
+            return
+        record["state"] = "collected"
+        await self._save(record)
+        await self._save_job()
+
+    async def _save_job(self, *, items: bool = False) -> None:
+        """The job's own record: its batches, and (once, first) every item and the prompt
+        template, so a kernel restart can send what was not sent yet."""
+        job = {
+            "version": VERSION,
+            "batch_id": self.job_id,
+            "kind": "job",
+            "run": self.name,
+            "provider": self.model.provider,
+            "session_id": str(self.session.id),
+            "total": len(self.items),
+            "instruction": self.instruction if isinstance(self.instruction, str) else None,
+            "parts": [p.batch_id for p in self.parts if p.batch_id],
+            "collected": [p.batch_id for p in self.parts if p.collected],
+            "state": "collected"
+            if self.parts and all(p.collected for p in self.parts)
+            else "submitted",
+            "created_at": time.time(),
+        }
+        await self._save(job)
+        if items and isinstance(self.instruction, str | None):
+            book = book_for(self.session)
+            lines = getattr(book, "save_lines", None)
+            if lines is not None:
+                rows = ({"index": r.index, "item": jsonable(r.item)} for r in self.items)
+                await anyio.to_thread.run_sync(lines, self.job_id, rows)
+
+    async def _save(self, record: dict[str, Any] | None) -> None:
         if record is None:
             return
         book = book_for(self.session)
-        try:
-            await anyio.to_thread.run_sync(book.save, record)
+        try:  # shielded: a batch the provider has must stay resumable, even when detached
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(book.save, record)
         except Exception:
             logger.warning(
                 "could not save the record of batch %s; it cannot be resumed after a restart",
-                self.batch_id,
+                record.get("batch_id"),
                 exc_info=True,
             )
 
 
-# -- resuming ------------------------------------------------------------------------------------
-def resume_batch(
-    session: Any,
-    batch_id: str,
-    *,
-    model: Any = None,
-    poll_interval: float | None = None,
-    poll_timeout: float | None = None,
-    **kwargs: Any,
-) -> ProviderRun:
-    """Rebuild the run of a saved provider batch in ``session`` and start watching it."""
-    from ..models.imodel import iModel
-    from .branch import Branch
+@asynccontextmanager
+async def _first_error() -> Any:
+    """A task group's failure as its first error (what a single submission or poll raised),
+    not an exception group."""
+    import sys
 
-    record = book_for(session).load(batch_id)
-    chosen = _resolve_model(model) if model is not None else iModel.from_dict(record["model"])
-    source = Branch.from_dict(record["source"])
-    saved = _loaded_kwargs(record.get("kwargs") or {}, kwargs)
-    run = ProviderRun.__new__(ProviderRun)
-    entries = record.get("items") or []
-    run._init_state(
-        session,
-        source,
-        [e.get("item") for e in entries],
-        name=record.get("run") or f"batch-{batch_id}",
-        instruction=None,
-        operation=record.get("operation", "communicate"),
-        kwargs=saved,
-        model=chosen,
-        concurrency=1,
-        column=record.get("column") or "result",
-        price=Price.of(record.get("price")),
-        data=[e.get("item") for e in entries],
-        kind="list",
-    )
-    _check_operation(run.operation)
-    run._setup(poll_interval, poll_timeout)
-    run.batch_id, run.batch_ids, run._record = record["batch_id"], [record["batch_id"]], record
-    base_len = len(source.messages)
-    for result, entry in zip(run.items, entries, strict=True):
-        result.custom_id = entry["custom_id"]
-        run._prompts[result.index] = entry["prompt"]
-        branch = session._branches.get(entry["branch_id"])
-        if branch is None:
-            branch = _rebuild(run, entry)
-            session.include_branches(branch)
-        elif len(branch.messages) > base_len:
-            run._recorded_before.add(result.index)
-        result.branch = branch
-        result.attempts = 1
-        run._set_status(result, "running")
-    return run.start()  # type: ignore[return-value]
-
-
-def _rebuild(run: ProviderRun, entry: dict[str, Any]) -> Any:
-    """The item's branch as it was submitted: a clone of the snapshot, under its saved id."""
-    from .branch import Branch
-
-    base = run._base
-    branch = Branch(
-        id=UUID(entry["branch_id"]),
-        name=entry.get("name"),
-        user=base.user,
-        messages=[m.clone(recipient=entry["branch_id"]) for m in base.messages],
-        chat_model=run.model,
-        metadata={"clone_from": dict(base.metadata.get("clone_from") or {"id": str(base.id)})},
-    )
-    for mine, theirs in zip(branch.messages, base.messages, strict=True):
-        mine.metadata["clone_from"] = theirs.metadata.get("clone_from")
-    return branch
-
-
-# -- saving keyword arguments ----------------------------------------------------------------------
-def _saved_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
-    """Keyword arguments as JSON: classes (a response format) by import path."""
-    out: dict[str, Any] = {}
-    for key, value in kwargs.items():
-        if key in ("operation",):
-            continue
-        if isinstance(value, type):
-            out[key] = {"__class__": f"{value.__module__}:{value.__qualname__}"}
-            continue
-        try:
-            json.dumps(value)
-        except (TypeError, ValueError):
-            out[key] = {"__unsaved__": type(value).__name__}
-        else:
-            out[key] = value
-    return out
-
-
-def _loaded_kwargs(saved: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in saved.items():
-        if key in given:
-            continue
-        if isinstance(value, dict) and "__class__" in value:
-            module, _, name = value["__class__"].partition(":")
-            try:
-                obj: Any = importlib.import_module(module)
-                for part in name.split("."):
-                    obj = getattr(obj, part)
-            except (ImportError, AttributeError):
-                raise ConfigurationError(
-                    f"The batch was submitted with `{key}={name}`, which cannot be imported "
-                    f"now (from `{module}`). Define it again, or pass `{key}=` to "
-                    "`resume_batch`."
-                ) from None
-            out[key] = obj
-        elif isinstance(value, dict) and "__unsaved__" in value:
-            raise ConfigurationError(
-                f"The batch was submitted with a `{key}=` ({value['__unsaved__']}) that could "
-                f"not be saved; pass `{key}=` to `resume_batch` again."
-            )
-        else:
-            out[key] = value
-    return {**out, **given}
-
-
-def _jsonable(item: Any) -> Any:
+    if sys.version_info >= (3, 11):
+        groups: Any = BaseExceptionGroup  # noqa: F821 - a builtin from 3.11
+    else:  # pragma: no cover - anyio's own dependency on 3.10
+        from exceptiongroup import (  # type: ignore[import-not-found]
+            BaseExceptionGroup as groups,
+        )
     try:
-        json.dumps(item)
-    except (TypeError, ValueError):
-        return describe(item, limit=200)
-    return item
+        yield
+    except groups as group:
+        cancelled = anyio.get_cancelled_exc_class()
+        errors = [e for e in group.exceptions if not isinstance(e, cancelled)]
+        raise (errors or list(group.exceptions))[0] from None
 
 
-def _price_pair(price: Any) -> tuple[float, float] | None:
-    return (price.input, price.output) if isinstance(price, Price) else None
+def _limits(given: Any, service: Any) -> tuple[int, int]:
+    """``(requests, bytes)`` per provider batch: the provider's, or smaller ones given."""
+    most = (int(service.max_requests), int(service.max_bytes))
+    if given is None:
+        return most
+    if (
+        not isinstance(given, tuple | list)
+        or len(given) != 2
+        or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in given)
+    ):
+        raise ConfigurationError(
+            "`batch_limits=`: give `(requests, bytes)` per provider batch, both whole numbers "
+            "above 0."
+        )
+    return min(given[0], most[0]), min(given[1], most[1])
 
 
 def _interval(value: Any) -> float:

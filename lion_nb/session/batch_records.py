@@ -18,6 +18,7 @@ the store autosaves like any other.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import re
@@ -26,7 +27,16 @@ from typing import Any, Protocol
 
 from ..errors import ConfigurationError
 
-__all__ = ["FileRecords", "RecordBook", "book_for", "records_dir"]
+__all__ = [
+    "FileRecords",
+    "RecordBook",
+    "book_for",
+    "jsonable",
+    "loaded_kwargs",
+    "price_pair",
+    "records_dir",
+    "saved_kwargs",
+]
 
 VERSION = 1
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]")
@@ -119,6 +129,29 @@ class FileRecords:
 
     def delete(self, batch_id: str) -> None:
         self._path(batch_id).unlink(missing_ok=True)
+        self._path(batch_id).with_suffix(".items.jsonl").unlink(missing_ok=True)
+
+    def save_lines(self, batch_id: str, rows: Any) -> None:
+        """A job's items, one JSON line each, written as they come (never held whole)."""
+        from ..store_location import ensure_dir
+
+        ensure_dir(self.folder.parent)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        path = self._path(batch_id).with_suffix(".items.jsonl")
+        tmp = path.with_suffix(".tmp")
+        with tmp.open("w", encoding="utf-8") as out:
+            for row in rows:
+                out.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+        os.replace(tmp, path)
+
+    def read_lines(self, batch_id: str) -> Any:
+        """The lines `save_lines` wrote, one at a time (none when there are none)."""
+        path = self._path(batch_id).with_suffix(".items.jsonl")
+        if not path.exists():
+            return
+        with path.open(encoding="utf-8") as lines:
+            for line in lines:
+                yield json.loads(line)
 
 
 def book_for(session: Any) -> RecordBook:
@@ -128,3 +161,66 @@ def book_for(session: Any) -> RecordBook:
     if records is not None:
         return records
     return FileRecords()
+
+
+# -- saving keyword arguments ----------------------------------------------------------------------
+def saved_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Keyword arguments as JSON: classes (a response format) by import path."""
+    out: dict[str, Any] = {}
+    for key, value in kwargs.items():
+        if key in ("operation",):
+            continue
+        if isinstance(value, type):
+            out[key] = {"__class__": f"{value.__module__}:{value.__qualname__}"}
+            continue
+        try:
+            json.dumps(value)
+        except (TypeError, ValueError):
+            out[key] = {"__unsaved__": type(value).__name__}
+        else:
+            out[key] = value
+    return out
+
+
+def loaded_kwargs(saved: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in saved.items():
+        if key in given:
+            continue
+        if isinstance(value, dict) and "__class__" in value:
+            module, _, name = value["__class__"].partition(":")
+            try:
+                obj: Any = importlib.import_module(module)
+                for part in name.split("."):
+                    obj = getattr(obj, part)
+            except (ImportError, AttributeError):
+                raise ConfigurationError(
+                    f"The batch was submitted with `{key}={name}`, which cannot be imported "
+                    f"now (from `{module}`). Define it again, or pass `{key}=` to "
+                    "`resume_batch`."
+                ) from None
+            out[key] = obj
+        elif isinstance(value, dict) and "__unsaved__" in value:
+            raise ConfigurationError(
+                f"The batch was submitted with a `{key}=` ({value['__unsaved__']}) that could "
+                f"not be saved; pass `{key}=` to `resume_batch` again."
+            )
+        else:
+            out[key] = value
+    return {**out, **given}
+
+
+def jsonable(item: Any) -> Any:
+    from ._batch_items import describe
+
+    try:
+        json.dumps(item)
+    except (TypeError, ValueError):
+        return describe(item, limit=200)
+    return item
+
+
+def price_pair(price: Any) -> tuple[float, float] | None:
+    from ._batch_items import Price
+
+    return (price.input, price.output) if isinstance(price, Price) else None

@@ -383,6 +383,14 @@ class Session(Element):
 
         return start_map(self, items, instruction, **kwargs)
 
+    @property
+    def runs(self) -> list[Any]:
+        """The `map` / `compare` runs made in this session, oldest first: one entry each,
+        however many items it has (their branches are the run's rows, made on demand)."""
+        from .batch import runs_of
+
+        return runs_of(self)
+
     def compare(self, instruction: Any, models: Iterable[Any], **kwargs: Any) -> Any:
         """Run ``instruction`` once per model, each on a sibling clone of ``branch``,
         concurrently; returns a `BatchRun` whose items are the models."""
@@ -408,7 +416,7 @@ class Session(Element):
         by its id: polls it and records its results on its items' branches, rebuilt in this
         session when they are not here. Keywords: ``poll_interval``, ``poll_timeout``,
         ``response_format``."""
-        from .batch_api import resume_batch
+        from .batch_resume import resume_batch
 
         return resume_batch(self, batch_id, **kwargs)
 

@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from uuid import UUID
 
 from ..protocols.messages import MUTATIONS
+from ..session.batch_rows import LIVE_ITEMS
 from .errors import StoreError, StoreWarning
 from .rows import SessionRows, branch_header, header_key, log_json, message_json, session_header
 from .units import Stream, Unit
@@ -296,6 +297,10 @@ class Autosaver:
         if seed is not None and self._seed(seed):
             self._emit([], claim=True)
         self._subscription = session.observe(Signal, self._on_signal)
+        from ..session.batch_rows import set_sink
+        from .items import ItemSink
+
+        set_sink(session, ItemSink(store))  # a run's items are rows here, not branches
         self._guard(self.checkpoint)
 
     def __repr__(self) -> str:
@@ -321,6 +326,11 @@ class Autosaver:
             return
         self._stopped = True
         self._subscription.cancel()
+        from ..session.batch_rows import set_sink, sink_for
+
+        sink = sink_for(self.session)
+        if sink is not None and getattr(sink, "store", None) is self.store:
+            set_sink(self.session, None)
         for manager, callback in self._hooked.values():
             try:
                 manager.on_order_changed.remove(callback)
@@ -330,11 +340,24 @@ class Autosaver:
 
     # -- events --------------------------------------------------------------------------------
     def _on_signal(self, signal: Any) -> None:
+        branch_id = signal.branch_id
+        if (
+            branch_id is not None
+            and branch_id not in self._mirrors
+            and (branch_id in LIVE_ITEMS or not self._member(branch_id))
+        ):
+            return  # a `map` item: its run writes it as a row (`session.batch_rows`)
         kind = signal.kind
         if kind == "MessageAdded":
-            self._guard(self._message_added, signal.branch_id)
+            self._guard(self._message_added, branch_id)
         elif kind in ("RunEnd", "RunFailed"):
             self._guard(self.checkpoint)
+
+    def _member(self, branch_id: str) -> bool:
+        try:
+            return branch_id in self.session
+        except Exception:
+            return True  # not an id the session can look up: sync as before
 
     def _message_added(self, branch_id: str | None) -> None:
         if not self._check():

@@ -7,7 +7,7 @@ removed, a change is a new entry at the end, and `SCHEMA_VERSION` is their count
 store applies the missing ones in one transaction (another process doing the same at the same
 moment waits on the write lock, then finds nothing left to do).
 
-Tables (version 4):
+Tables (version 5):
 
 ``sessions``  id, data (the Session's own fields as JSON), default_branch, notebook (the
               notebook's path when the front end tells it; version 2), owner (the process that
@@ -20,6 +20,8 @@ Tables (version 4):
 ``eval_runs`` id, name, created_at, data (an evaluation's rows and labels as JSON; version 3)
 ``blobs``     hash -> data: the ``data:`` URL of an image or file that messages reference by
               its hash, kept once however many messages carry it (`store.blobs`; version 4)
+``run_items`` (session_id, run, idx) -> data: one item of a `map` run, its branch as one
+              compressed row (`lion_nb.session.batch_rows`; version 5)
 
 Connections use WAL journaling with ``synchronous=NORMAL``: a commit survives the process
 being killed at any point (SQLite's journal guarantees it), and readers never wait for the
@@ -120,12 +122,23 @@ def _blobs(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE TABLE blobs (hash TEXT PRIMARY KEY, data TEXT NOT NULL) WITHOUT ROWID")
 
 
+def _run_items(conn: sqlite3.Connection) -> None:
+    # a `map` run's items are rows, not branches of the session: a million of them must
+    # neither be restored with the session nor listed as its branches
+    conn.execute(
+        "CREATE TABLE run_items (session_id TEXT NOT NULL, run TEXT NOT NULL, "
+        "idx INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (session_id, run, idx)) "
+        "WITHOUT ROWID"
+    )
+
+
 #: append-only; see the module docstring
 MIGRATIONS: tuple[Migration, ...] = (
     Migration("0001_initial", _initial),
     Migration("0002_notebook_label", _notebook_label),
     Migration("0003_eval_runs", _eval_runs),
     Migration("0004_blobs", _blobs),
+    Migration("0005_run_items", _run_items),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -178,8 +178,9 @@ def _delete_session(conn: Any, sid: str, *, keep_row: bool = False) -> int:
     ids = [r[0] for r in conn.execute("SELECT id FROM branches WHERE session_id = ?", (sid,))]
     for branch_id in ids:
         _op_drop(conn, sid, branch_id)
-    if keep_row:
+    if keep_row:  # a first save replacing the session's rows: its runs' items stay
         return 1
+    conn.execute("DELETE FROM run_items WHERE session_id = ?", (sid,))
     return conn.execute("DELETE FROM sessions WHERE id = ?", (sid,)).rowcount
 
 

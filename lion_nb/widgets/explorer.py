@@ -60,6 +60,8 @@ class ExplorerTree(anywidget.AnyWidget):
     found = traitlets.Int(0).tag(sync=True)
     status = traitlets.Unicode("").tag(sync=True)
     height = traitlets.Unicode("").tag(sync=True)
+    #: the session's map runs, one summary each (their items: `SessionExplorer.run_page`)
+    runs = traitlets.List(traitlets.Dict()).tag(sync=True)
 
 
 class SessionExplorer(StaticFallback, ipywidgets.HBox):
@@ -141,7 +143,16 @@ class SessionExplorer(StaticFallback, ipywidgets.HBox):
         with self.tree.hold_sync():
             self.tree.title = session.name or "Session"
             self.tree.nodes = nodes
+            self.tree.runs = [run.summary() for run in session.runs]
             self.tree.selected = str(shown.id) if shown.id in session else ""
+
+    def run_page(self, run: str, start: int = 0, size: int = 50) -> list[dict[str, Any]]:
+        """A page of the items of the session's run named ``run`` (`BatchRun.page`)."""
+        for found in self._session.runs:
+            if found.name == run:
+                return found.page(start, size)
+        names = ", ".join(f"`{r.name}`" for r in self._session.runs) or "none"
+        raise KeyError(f"No run `{run}` in this session (runs: {names}).")
 
     # -- selecting and searching ------------------------------------------------------------------
     def select(self, branch: Any, index: int | None = None) -> Any:
@@ -273,6 +284,12 @@ class SessionExplorer(StaticFallback, ipywidgets.HBox):
         title = self._session.name or "Session"
         lines = [f"SessionExplorer({title!r}, {_count(len(nodes), 'branch')})"]
         lines += [f"{'  ' * node['depth']}- {_static_label(node)}" for node in nodes]
+        for run in self._session.runs:
+            info = run.summary()
+            lines.append(
+                f"- {info['run']} (run, {info['items']:,} items: {info['done']:,} done, "
+                f"{info['failed']:,} failed)"
+            )
         return "\n".join(lines)
 
     # -- closing -------------------------------------------------------------------------------------

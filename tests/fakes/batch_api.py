@@ -20,7 +20,9 @@ provider's error shape. A batch moves from ``validating`` / ``in_progress`` to d
 ``polls_to_finish`` status reads, with counts that grow on the way. Each request is answered
 with ``answer(<its last user text>)`` (``answer: <text>`` by default); ``fail(custom_id,
 body)`` picks requests that fail (each only the first time its prompt is seen, so a retry
-succeeds).
+succeeds). A batch over the provider's limits (OpenAI: 50,000 requests or 200 MB in a file;
+Anthropic: 100,000 requests or 256 MB; ``limits=`` changes them) is refused with a 400, as
+the providers refuse it.
 """
 
 from __future__ import annotations
@@ -74,6 +76,8 @@ class _Batch:
 
 
 _OPENAI_ENDPOINTS = ("/v1/chat/completions", "/v1/responses")
+#: requests and bytes per batch, as each provider documents them
+LIMITS = {"openai": (50_000, 200 * 1024 * 1024), "anthropic": (100_000, 256 * 1024 * 1024)}
 
 
 class BatchEmulator:
@@ -86,8 +90,12 @@ class BatchEmulator:
         fail: Callable[[str, dict[str, Any]], bool] | None = None,
         answer: Callable[[str], str] | None = None,
         polls_to_finish: int = 2,
+        limits: dict[str, tuple[int, int]] | None = None,
     ):
         self.fake = fake
+        self.limits = {**LIMITS, **(limits or {})}
+        self.created = 0  # batches made so far
+        self.refuse_from: int | None = None  # answer 503 to the batches made after this many
         self.fail = fail or (lambda _cid, _body: False)
         self.answer = answer or (lambda text: f"answer: {text}")
         self.polls_to_finish = polls_to_finish
@@ -103,6 +111,9 @@ class BatchEmulator:
         with self._lock:
             if path == "/v1/files" and method == "POST":
                 return self._upload(rec)
+            creating = method == "POST" and path in ("/v1/batches", "/v1/messages/batches")
+            if creating and self.refuse_from is not None and self.created >= self.refuse_from:
+                return Script(status=503, body={"error": {"message": "overloaded"}})
             if path == "/v1/batches" and method == "POST":
                 return self._create_openai(rec.body)
             if m := re.fullmatch(r"/v1/files/([\w-]+)/content", path):
@@ -202,6 +213,9 @@ class BatchEmulator:
         if purpose is None or purpose.get_payload(decode=True) != b"batch" or upload is None:
             return self._bad("a batch file needs `purpose=batch` and a `file` part")
         data = upload.get_payload(decode=True)
+        most, most_bytes = self.limits["openai"]
+        if len(data) > most_bytes or data.count(b"\n") > most:
+            return self._bad(f"a batch file holds at most {most} requests and {most_bytes} bytes")
         seen: set[str] = set()
         for number, line in enumerate(data.decode().splitlines(), 1):
             try:
@@ -253,6 +267,7 @@ class BatchEmulator:
             endpoint=endpoint,
         )
         self.batches[batch.id] = batch
+        self.created += 1
         return Script(body=self._openai_object(batch, status="validating"))
 
     def _openai_batch(self, batch_id: str, *, cancel: bool) -> Script:
@@ -334,6 +349,11 @@ class BatchEmulator:
         requests = (rec.body or {}).get("requests") if isinstance(rec.body, dict) else None
         if not isinstance(requests, list) or not requests:
             return self._bad("requests: Field required", "anthropic")
+        most, most_bytes = self.limits["anthropic"]
+        if len(requests) > most or len(rec.raw) > most_bytes:
+            return self._bad(
+                f"a batch holds at most {most} requests and {most_bytes} bytes", "anthropic"
+            )
         seen: set[str] = set()
         for i, entry in enumerate(requests):
             cid, params = entry.get("custom_id"), entry.get("params") or {}
@@ -349,6 +369,7 @@ class BatchEmulator:
             requests=[(e["custom_id"], e["params"]) for e in requests],
         )
         self.batches[batch.id] = batch
+        self.created += 1
         return Script(body=self._anthropic_object(batch))
 
     def _anthropic_batch(self, batch_id: str, *, cancel: bool) -> Script:

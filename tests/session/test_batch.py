@@ -49,7 +49,8 @@ def test_results_in_input_order_each_on_its_own_clone():
 
     results = anyio.run(main)
     assert results == [f"answer: Answer q{i}" for i in range(30)]
-    clones = [b for b in session.branches if b is not source]
+    assert list(session.branches) == [source]  # the items are the run's rows, not members
+    clones = list(session.runs[0].branches)
     assert len(clones) == 30
     for i, clone in enumerate(sorted(clones, key=lambda b: int(b.name[6:-1]))):
         assert clone.name == f"map-1[{i}]"
@@ -86,7 +87,7 @@ def test_failures_are_collected_and_only_they_are_retried():
     assert run.results[3] is None and run.results[4] == "answer: x4"
     progress = run.progress()
     assert (progress.done, progress.failed, progress.state) == (8, 2, "finished")
-    failed_branches = [run.items[3].branch, run.items[7].branch]
+    failed_ids = {run.items[3].branch.id, run.items[7].branch.id}
 
     failing.clear()  # the model recovers
     calls.clear()
@@ -94,8 +95,8 @@ def test_failures_are_collected_and_only_they_are_retried():
     assert sorted(calls) == ["x3", "x7"]  # nothing else ran again
     assert results == [f"answer: x{i}" for i in range(10)]
     assert run.failures == [] and run.items[3].attempts == 2
-    assert all(b.id not in session for b in failed_branches)  # replaced by fresh clones
-    assert run.items[3].branch.id in session
+    assert run.items[3].branch.id not in failed_ids  # replaced by fresh clones
+    assert len(session.branches) == 1  # never members of the session
 
 
 def test_stop_starts_nothing_new_and_cancels_the_calls_in_flight():
@@ -277,7 +278,8 @@ def test_operations_by_name_registered_and_as_functions():
     assert shouted == ["ANSWER: A"]
     assert chatted == ["answer: b"]
     assert custom == ["map-3[0]:c!"]
-    chat_branch = next(b for b in session.branches if b.name == "map-2[0]")
+    chat_branch = session.runs[1].branch(0)
+    assert chat_branch.name == "map-2[0]"
     assert len(chat_branch.messages) == 1  # chat records nothing, in a batch as alone
 
 
@@ -300,9 +302,11 @@ def test_discard_removes_the_items_branches():
     session = session_with(echo_model())
     run = session.map(["a", "b"], "{item}")
     anyio.run(run.wait)
-    assert len(session) == 3
+    assert len(session) == 1 and session.runs == [run]
+    assert run.branch(1).messages[-1].response == "answer: b"
     run.discard()
-    assert len(session) == 1 and run.results == ["answer: a", "answer: b"]
+    assert session.runs == [] and run.branch(1) is None
+    assert run.results == ["answer: a", "answer: b"]
 
 
 def test_a_run_stopped_before_it_started_never_runs():

@@ -108,20 +108,21 @@ def test_a_restart_while_the_batch_is_pending(server, provider):
         run = fresh.resume_batch(batch_id, poll_interval=0.01)
         return run, await run
 
-    _run, results = anyio.run(resume)
+    run, results = anyio.run(resume)
     assert results == [f"answer: Say item {i}" for i in range(40)]
-    branches = {b.name: b for b in fresh.branches if b.name}
-    assert sorted(branches) == sorted(f"map-1[{i}]" for i in range(40))
-    branch = branches["map-1[7]"]
+    assert len(fresh.branches) == 1  # the items are the run's rows, not members
+    assert [b.name for b in run.branches] == [f"map-1[{i}]" for i in range(40)]
+    branch = run.branch(7)
     assert str(branch.id) == record["items"][7]["branch_id"]
     assert [m.kind for m in branch.messages] == ["system", "instruction", "assistant_response"]
     assert branch.messages[-1].response == "answer: Say item 7"
     assert branch.messages[-1].metadata["model"] == f"{provider}/m"
     assert json.loads((records_dir() / f"{batch_id}.json").read_text())["state"] == "collected"
 
-    again = anyio.run(lambda: fresh.resume_batch(batch_id, poll_interval=0.01).wait())
+    again_run = fresh.resume_batch(batch_id, poll_interval=0.01)
+    again = anyio.run(again_run.wait)
     assert again == results  # resuming once more records nothing twice
-    assert len(branch.messages) == 3
+    assert len(again_run.branch(7).messages) == 3
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -129,7 +130,7 @@ def test_batched_records_equal_a_live_calls(server, provider):
     BatchEmulator(server)
     session = batch_session(server, provider)
     anyio.run(session.map(["x"], "Say {item}", via="batch", poll_interval=0.01).wait)
-    batched = next(b for b in session.branches if b.name == "map-1[0]")
+    batched = session.runs[0].branch(0)
 
     # the same exchange live, answered by the server with the same body
     live = session.default_branch.clone()
@@ -231,9 +232,12 @@ def test_detach_then_resume_with_a_response_format(server):
     async def resume():
         return await session.resume_batch(batch_id, poll_interval=0.01)
 
-    results = anyio.run(resume)  # the same session: its item branches are found by id
+    results = anyio.run(resume)  # the same session: its items under their saved ids
     assert results == [Verdict(label="ok", score=3), Verdict(label="meh", score=1)]
-    assert len([b for b in session.branches if b.name == "map-1[0]"]) == 1
+    (resumed,) = session.runs
+    assert str(resumed.branch(0).id) == record["items"][0]["branch_id"]
+    assert resumed.branch(0).messages[-1].kind == "assistant_response"
+    assert len(session.branches) == 1
 
 
 def test_batch_is_refused_for_what_it_cannot_do(server):

@@ -62,6 +62,7 @@ def test_migrations_are_named_numbered_and_append_only():
         "0002_notebook_label",
         "0003_eval_runs",
         "0004_blobs",
+        "0005_run_items",
     ]  # released: never edited or dropped
     assert all(name.startswith(f"{i:04d}_") for i, name in enumerate(names, 1))
     assert len(MIGRATIONS) == SCHEMA_VERSION

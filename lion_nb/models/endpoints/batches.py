@@ -117,8 +117,19 @@ class BatchOutcome:
 class BatchService:
     """Submit, poll, cancel and read one provider's batches (see the module docstring)."""
 
+    #: the most requests, and bytes of requests, the provider takes in one batch
+    max_requests = 50_000
+    max_bytes = 200 * 1024 * 1024
+
     def __init__(self, endpoint: OpenAIEndpoint | AnthropicEndpoint):
         self.endpoint = endpoint
+
+    def request_size(self, custom_id: str, request: ChatRequest) -> int:
+        """The bytes ``request`` adds to a batch (its line of the file, or its entry)."""
+        return len(json.dumps(self._entry(custom_id, request), ensure_ascii=False).encode()) + 1
+
+    def _entry(self, custom_id: str, request: ChatRequest) -> dict[str, Any]:
+        return {"custom_id": custom_id, "params": self.body(request)}
 
     # -- the wire: every request goes through the endpoint's client and retry policy ----------
     def _headers(self) -> dict[str, str]:
@@ -287,20 +298,19 @@ class OpenAIBatches(BatchService):
 
     endpoint: OpenAIEndpoint
 
+    def _entry(self, custom_id: str, request: ChatRequest) -> dict[str, Any]:
+        return {
+            "custom_id": custom_id,
+            "method": "POST",
+            "url": self._path,
+            "body": self.body(request),
+        }
+
     async def submit(
         self, requests: list[tuple[str, ChatRequest]], metadata: dict[str, str] | None = None
     ) -> BatchStatus:
         lines = [
-            json.dumps(
-                {
-                    "custom_id": cid,
-                    "method": "POST",
-                    "url": self._path,
-                    "body": self.body(request),
-                },
-                ensure_ascii=False,
-            )
-            for cid, request in requests
+            json.dumps(self._entry(cid, request), ensure_ascii=False) for cid, request in requests
         ]
         payload = ("\n".join(lines) + "\n").encode()
         uploaded = await self._json(
@@ -376,6 +386,8 @@ class OpenAIBatches(BatchService):
 class AnthropicBatches(BatchService):
     """``/v1/messages/batches`` of the Anthropic API."""
 
+    max_requests = 100_000
+    max_bytes = 256 * 1024 * 1024
     endpoint: AnthropicEndpoint
 
     def _headers(self) -> dict[str, str]:
@@ -386,7 +398,7 @@ class AnthropicBatches(BatchService):
     async def submit(
         self, requests: list[tuple[str, ChatRequest]], metadata: dict[str, str] | None = None
     ) -> BatchStatus:
-        body = {"requests": [{"custom_id": c, "params": self.body(r)} for c, r in requests]}
+        body = {"requests": [self._entry(c, r) for c, r in requests]}
         return self._status(await self._json("POST", self._url("/v1/messages/batches"), json=body))
 
     async def status(self, batch_id: str) -> BatchStatus:

@@ -322,6 +322,13 @@ def _branches(ctx: CommandContext, args: Namespace) -> Table:
                 "tools": ", ".join(sorted(b.tools)),
             }
         )
+    for run in state.session.runs:  # one row a run, however many items (`run.page(...)`)
+        info = run.summary()
+        counts = f"{info['done']} done · {info['failed']} failed · {info['pending']} left"
+        rows.append(
+            {"": "", "branch": f"{info['run']} (run)", "messages": f"{info['items']:,} items",
+             "model": info["via"], "system": counts, "tools": ""}
+        )  # fmt: skip
     return Table(["", "branch", "messages", "model", "system", "tools"], rows, title="branches")
 
 

@@ -42,10 +42,12 @@ def test_map_runs_the_cell_once_per_item_on_clones(nb):
     ]
     assert ran.value == expected and nb.user_ns["notes"] == expected
     names = sorted(b.name for b in current_session().branches)
-    assert names == ["main", "map-1[0]", "map-1[1]", "map-1[2]", "trips"]
+    assert names == ["main", "trips"]  # the items are the run's rows, not members
+    (mapped,) = current_session().runs
+    assert [b.name for b in mapped.branches] == ["map-1[0]", "map-1[1]", "map-1[2]"]
     trips = current_session().get_branch("trips")
     assert len(trips.messages) == 0  # the items ran on clones of it
-    oslo = current_session().get_branch("map-1[0]")
+    oslo = mapped.branch(0)
     assert oslo.metadata["clone_from"]["id"] == str(trips.id)
     assert "lion" in oslo.messages[0].metadata  # tagged with the cell, like any turn
     shown = "\n".join(o.data.get("text/plain", "") for o in ran.outputs)
@@ -68,9 +70,8 @@ def test_map_with_tools_offers_them_to_each_items_clone_only(nb):
     assert ran.error is None, ran
     session = current_session()
     assert "weather" not in session.get_branch("main").tools
-    clone = session.get_branch("map-1[0]")
-    assert "weather" in clone.tools
-    assert any(m.kind == "action_request" for m in clone.messages)
+    clone = session.runs[-1].branch(0)  # made from its row: the call it made is recorded
+    assert any(m.kind == "action_request" and m.function == "weather" for m in clone.messages)
 
 
 def test_map_in_the_background_returns_the_run_at_once(nb):
@@ -154,9 +155,7 @@ def test_map_and_compare_convert_values_as_one_turn_does(nb, tmp_path):
     oslo = ran.value[0]
     assert "1,000 rows × 2 columns" in oslo and "km: int64" in oslo  # the schema, not str()
     assert "Bring a coat." in oslo  # --file's text, as for one turn
-    first = current_session().get_branch(
-        next(b.name for b in current_session().branches if b.name.endswith("[0]"))
-    )
+    first = current_session().runs[-1].branch(0)
     instruction = next(m for m in first.messages if m.kind == "instruction")
     assert len(instruction.images) == 1 and instruction.images[0].startswith("data:image/png")
     ran = run(nb, "%%lion --compare seer,seer -q\nWhat is {picture}?")
@@ -165,3 +164,13 @@ def test_map_and_compare_convert_values_as_one_turn_does(nb, tmp_path):
     assert compared and all(
         next(m for m in b.messages if m.kind == "instruction").images for b in compared
     )
+
+
+def test_lion_branches_lists_a_run_as_one_row_with_its_counts(nb):
+    assert run(nb, "%%lion -m echo --map cities -q\n{item}").error is None
+    table = run(nb, "%lion branches").value
+    text = str(table)
+    assert "map-1 (run)" in text and "3 items" in text
+    assert "2 done · 1 failed · 0 left" in text
+    assert "map-1[0]" not in text  # the items are paged from the run, not listed
+    assert current_session().runs[0].page(2, 5)[0]["index"] == 2
