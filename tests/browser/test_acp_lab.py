@@ -10,6 +10,7 @@ Issue acceptance -> test
 from __future__ import annotations
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.browser.jupyter import cell_output, new_notebook, open_notebook, run_cell, wait_for_idle
 
@@ -55,9 +56,9 @@ def test_the_permission_card_allows_once_and_records_a_rejection(lab_page, jupyt
     assert labels == ["Allow once", "Always allow", "Reject", "Always reject"], labels
     assert "python --version" in ask.first.inner_text()
     _answer(out, "Allow once")
-    # then the write, shown as a diff before it happens; refused here
-    ask.first.wait_for(timeout=60_000)
-    assert "+# Notes" in ask.first.locator(".lnb-ask-args").inner_text()
+    # then the write, shown as a diff before it happens (the first card may still be going);
+    # refused here
+    expect(out.locator(".lnb-ask-args", has_text="+# Notes")).to_be_visible(timeout=60_000)
     _answer(out, "Do not write it")
     wait_for_idle(page)
     assert "turn 1 of this session" in out.inner_text()
