@@ -23,7 +23,7 @@ code runs, and both are recorded). The turn awaits the click -- on the
 kernel's loop, which keeps serving the front end meanwhile. Stop (or the interrupt) cancels
 the wait, which denies the call. A coding agent's permission request (ACP) shows the agent's
 own options instead (allow once / always, reject once / always), answered as ``"option:ID"``.
-A widget no front end has drawn (it says so when it is drawn) waits ``unseen_grace`` seconds,
+A widget no front end has drawn (it says so when it draws a call to answer) waits ``unseen_grace`` seconds,
 then nobody is there to answer (nbval, nbconvert) and the call is denied.
 
 The images and files the turn sent are shown under its header (images from ``data:`` URLs

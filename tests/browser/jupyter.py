@@ -126,6 +126,19 @@ _STATE_JS = (
 }"""
 )
 
+#: the running code cells of the notebook in view, as ``[index, first line of source]``
+_RUNNING_JS = (
+    "(path) => {"
+    + _PANEL_JS
+    + """
+  const panel = lionPanel(path);
+  if (!panel) return [];
+  return panel.content.widgets.map((c, i) => [i, c]).filter(([, c]) =>
+    c.model.type === 'code' && c.model.executionState === 'running'
+  ).map(([i, c]) => [i, c.model.sharedModel.getSource().split('\\n')[0]]);
+}"""
+)
+
 _RUN_JS = (
     "([command, index]) => {"
     + _PANEL_JS
@@ -511,7 +524,11 @@ def wait_for_idle(page, timeout: float = 60, path: str | None = None) -> None:
             continue
         page.wait_for_timeout(50)
     errors = page.evaluate("() => (window.__lion && window.__lion.errors) || []")
-    raise TimeoutError(f"notebook not idle after {timeout}s (state: {state}; errors: {errors})")
+    running = page.evaluate(_RUNNING_JS, path) if state == "running" else []
+    raise TimeoutError(
+        f"notebook not idle after {timeout}s (state: {state}; running cells: {running}; "
+        f"errors: {errors})"
+    )
 
 
 def run_all(page, wait: bool = True, timeout: float = 60) -> None:

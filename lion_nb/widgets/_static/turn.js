@@ -121,7 +121,6 @@ function typingElsewhere(box) {
 }
 
 function render({ model, el: root }) {
-  model.send({ type: "shown" }); // someone can see this turn: its calls may be asked about
   const box = el("div", "lnb-turn");
   const head = el("div", "lnb-turn-head");
   const label = el("span", "lnb-turn-label");
@@ -244,7 +243,14 @@ function render({ model, el: root }) {
   // next ask, else back where it was before the first one came (else the turn).
   let shownAsks = new Set(model.get("asks").map((ask) => ask.id));
   let focusBefore = null;
+  // Someone can see this turn's calls, so they may be answered: said once, and only when a
+  // call waits (a message to the kernel while a cell awaits can cost that cell its reply).
+  let saidShown = false;
   function drawAsks() {
+    if (!saidShown && model.get("asks").length) {
+      saidShown = true;
+      model.send({ type: "shown" });
+    }
     const active = document.activeElement;
     const inAsks = asks.contains(active);
     const keep = inAsks ? [active.closest(".lnb-ask")?.dataset.id, active.dataset.decision] : null;
