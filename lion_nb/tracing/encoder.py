@@ -107,7 +107,7 @@ def _count(tag: int, value: int) -> bytes:
 
 def _span(span: ReadableSpan) -> bytes:
     context = span.get_span_context()
-    if span.links or (context.trace_state and len(context.trace_state)):
+    if context is None or span.links or (context.trace_state and len(context.trace_state)):
         raise _Unsupported("links or a trace state")
     parent = span.parent
     out = [
