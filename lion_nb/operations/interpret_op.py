@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..errors import ExecutionError
+from ..tracing import hooks as tracing
 from .types import InterpretParam
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ async def interpret(branch: Branch, text: str, param: InterpretParam) -> str:
         ],
         options=dict(param.imodel_kw),
     )
-    call = await imodel.invoke(request)
+    call = await tracing.invoke(branch, imodel, request, "interpret")
     log = getattr(branch, "log_manager", None)
     if log is not None:
         log.log(

@@ -31,6 +31,7 @@ from pydantic import BaseModel, ValidationError
 from .._sentinel import Undefined
 from ..errors import ParseError
 from ..shapes import JsonObject
+from ..tracing import hooks as tracing
 from .types import ParseParam
 
 if TYPE_CHECKING:
@@ -405,7 +406,7 @@ async def _ask_parse_model(
         response_format=spec,
         options=dict(param.imodel_kw),
     )
-    call = await imodel.invoke(request)
+    call = await tracing.invoke(branch, imodel, request, "parse")
     log = getattr(branch, "log_manager", None)
     if log is not None:
         entry: dict[str, Any] = {

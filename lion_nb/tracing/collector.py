@@ -101,6 +101,10 @@ class LoopbackCollector:
         collector = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = (
+                "HTTP/1.1"  # keep-alive, as collectors do: one connection per exporter
+            )
+
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-__all__ = ["ACTIVE", "safely"]
+__all__ = ["ACTIVE", "invoke", "safely"]
 
 #: the running tracer (``None``: tracing is off)
 ACTIVE: Any = None
@@ -24,3 +24,21 @@ def safely(method: Any, *args: Any) -> Any:
     except Exception:
         logging.getLogger("lion_nb.tracing").warning("tracing failed", exc_info=True)
         return None
+
+
+async def invoke(branch: Any, imodel: Any, request: Any, purpose: str) -> Any:
+    """``imodel.invoke(request)`` with a model-call span while tracing is on (for the
+    unrecorded calls of ``parse`` and ``interpret``; ``purpose`` says which)."""
+    tracer = ACTIVE
+    span = None if tracer is None else safely(tracer.model_start, branch, imodel, request)
+    if span is not None:
+        safely(span.set_attribute, "lion_nb.model_call.purpose", purpose)
+    try:
+        call = await imodel.invoke(request)
+    except BaseException as exc:  # cancelled mid-call: the span ends failed
+        if span is not None:
+            safely(tracer.model_failed, span, exc)
+        raise
+    if span is not None:
+        safely(tracer.model_end, span, call)
+    return call

@@ -173,14 +173,14 @@ def enable(
         _stop_locked()
         state = _STATE
         if tracer_provider is None:
-            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
             from opentelemetry.sdk.resources import Resource
 
+            from .encoder import LionSpanExporter
             from .processor import CellSpanProcessor
 
             url = _traces_url(endpoint) if endpoint else None
             sent = _headers(headers)
-            exporter = OTLPSpanExporter(endpoint=url, headers=sent)
+            exporter = LionSpanExporter(endpoint=url, headers=sent)
             resolved = str(getattr(exporter, "_endpoint", url or ""))
             provider = sdk_trace.TracerProvider(
                 resource=Resource.create({"service.name": service_name}), shutdown_on_exit=False
