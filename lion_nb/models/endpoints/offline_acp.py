@@ -132,9 +132,10 @@ class OfflineAgent:
             raise acp.RequestError.invalid_params({"sessionId": session_id})
         try:
             with open(os.path.join(self._folder(cwd), f"{session_id}.json"), encoding="utf-8") as f:
-                return json.loads(f.read() or "{}")
+                stored = json.loads(f.read() or "{}")
         except (OSError, ValueError):
             raise acp.RequestError.resource_not_found(session_id) from None
+        return stored if isinstance(stored, dict) else {}
 
     def _save(self, session_id: str, state: dict[str, Any]) -> None:
         if not self.load:
@@ -234,7 +235,8 @@ class OfflineAgent:
         )
         return PromptResponse(stop_reason="end_turn", usage=usage)
 
-    def _stopped(self, session_id: str, state: dict[str, Any], stop: str) -> Any:
+    # Any: a stop reason the SDK types as a Literal; ours come from `_work`
+    def _stopped(self, session_id: str, state: dict[str, Any], stop: Any) -> Any:
         from acp.schema import PromptResponse
 
         state["cancelled"] += 1
