@@ -17,7 +17,13 @@ imported when the first agent starts, never before.
   mid-turn) fails the turn with a `CLIError`; the process is stopped, and the next turn
   starts a fresh one (a new session, given the branch's history as a transcript).
 - **History.** A new session on a branch that already has turns (a fork, a restarted agent)
-  starts with the conversation so far, as a transcript before the prompt.
+  starts with the conversation so far. A fork's model (`iModel.copy`) remembers the parent's
+  session; when that session holds exactly the fork's turns (the parent has not gone on
+  since, the fork was not cut earlier) and the agent offers it, the fork's process asks the
+  agent for it -- ``session/fork`` (unstable) from the parent's session, else
+  ``session/load`` of it (its replayed history is not recorded again) -- and sends only the
+  prompt. Otherwise, or if the agent refuses, the history goes as a transcript before the
+  prompt. ``carried_by`` says which.
 - **Cost.** The agent's reported usage (``PromptResponse.usage``) when it gives one that
   reads (finite, >= 0), and the change of its reported cumulative cost (``usage_update``)
   in dollars; otherwise the tokens are estimated from the text and marked ``estimated``.
@@ -54,6 +60,8 @@ log = logging.getLogger("lion_nb.models.acp")
 #: agents whose ACP command is known: name -> argv (``offline``: the bundled agent)
 PRESETS: dict[str, list[str]] = {
     "offline": ["{python}", "-m", "lion_nb.models.endpoints.offline_acp"],
+    "offline-load": ["{python}", "-m", "lion_nb.models.endpoints.offline_acp", "--load"],
+    "offline-fork": ["{python}", "-m", "lion_nb.models.endpoints.offline_acp", "--fork"],
     "claude": ["claude-agent-acp"],
     "claude-code": ["claude-code-acp"],
     "codex": ["codex-acp"],
@@ -71,6 +79,13 @@ DEFAULT_GRACE = 2.0
 DEFAULT_CANCEL_GRACE = 5.0
 DEFAULT_START_TIMEOUT = 60.0
 _DONE = object()
+#: ACP session id -> how many of a branch's user turns it holds (this kernel's sessions): a
+#: fork takes the agent's fork or load of its parent's session only when this matches it
+_COVERED: dict[str, int] = {}
+
+
+def _user_turns(history: list[dict[str, Any]] | None) -> int:
+    return sum(1 for turn in history or [] if turn.get("role") == "user")
 
 
 def _check_approve(value: Any) -> Any:
@@ -129,8 +144,9 @@ class ACPEndpoint(CLIEndpoint):
     kernel's working directory, the notebook's folder), ``approve`` (who answers its
     permission requests: ``True``, ``False``, ``"ask"`` or a callable; unset, the branch's
     ``approve``, else ask), ``terminate_grace``, ``cancel_grace``, ``start_timeout``
-    (seconds for the agent to answer ``initialize`` and ``session/new``); the request option
-    ``timeout`` bounds a turn.
+    (seconds for the agent to answer ``initialize`` and ``session/new``), ``fork_of`` (the
+    ACP session a fork's first session continues, set by `iModel.copy`; kept in memory
+    only); the request option ``timeout`` bounds a turn.
     """
 
     provider: ClassVar[str] = "acp"
@@ -150,6 +166,7 @@ class ACPEndpoint(CLIEndpoint):
         terminate_grace: float = DEFAULT_GRACE,
         cancel_grace: float = DEFAULT_CANCEL_GRACE,
         start_timeout: float = DEFAULT_START_TIMEOUT,
+        fork_of: str | None = None,
         **options: Any,
     ):
         unknown = sorted(set(options) - {"timeout"})
@@ -200,6 +217,10 @@ class ACPEndpoint(CLIEndpoint):
         self._session: str | None = None  # the live ACP session of this process
         self._cost_seen = 0.0  # the agent's cumulative cost reported so far (dollars)
         self._finalizer: Any = None
+        self.fork_of = fork_of if isinstance(fork_of, str) and fork_of else None
+        #: how the current session got the branch's earlier turns: ``"fork"``, ``"load"``,
+        #: ``"transcript"``, or ``None`` (it had none to get)
+        self.carried_by: str | None = None
 
     # -- settings ----------------------------------------------------------------------------
     def argv(self) -> list[str]:
@@ -230,6 +251,8 @@ class ACPEndpoint(CLIEndpoint):
             data["env"] = dict(self._env)
         if callable(self.approve):
             data["approve"] = self.approve
+        if self._session or self.fork_of:  # a copy is a fork: it may continue this session
+            data["fork_of"] = self._session or self.fork_of
         return data
 
     def __deepcopy__(self, memo: dict[int, Any]) -> ACPEndpoint:
@@ -300,6 +323,12 @@ class ACPEndpoint(CLIEndpoint):
         if self._session is not None:
             return agent, self._session, False
         servers = [_mcp_server(s) for s in request.mcp_servers or []]
+        carried = await self._carry(agent, request, servers)
+        if carried is not None:
+            self._session = carried
+            self._cost_seen = 0.0
+            return agent, carried, False
+        self.carried_by = "transcript" if request.history else None
         try:
             with anyio.fail_after(self.start_timeout):
                 made = await agent.conn.new_session(cwd=self.root, mcp_servers=servers)
@@ -318,7 +347,50 @@ class ACPEndpoint(CLIEndpoint):
             raise await self._broken(exc, "did not open a session") from None
         self._session = made.session_id
         self._cost_seen = 0.0
+        _COVERED[made.session_id] = _user_turns(request.history)
         return agent, made.session_id, True
+
+    async def _carry(self, agent: Any, request: CLIRequest, servers: list[Any]) -> str | None:
+        """The fork's session by the agent's own fork or load of the parent's, when the
+        agent offers one and that session holds exactly the fork's turns; else ``None``."""
+        source, self.fork_of = self.fork_of, None
+        turns = _user_turns(request.history)
+        if source is None or not turns or _COVERED.get(source) != turns:
+            return None
+        caps = agent.initialized.agent_capabilities
+        how = (
+            "fork"
+            if getattr(getattr(caps, "session_capabilities", None), "fork", None) is not None
+            else "load"
+            if getattr(caps, "load_session", False)
+            else None
+        )
+        if how is None:
+            return None
+        try:
+            with anyio.fail_after(self.start_timeout):
+                if how == "fork":
+                    made = await agent.conn.fork_session(
+                        session_id=source, cwd=self.root, mcp_servers=servers
+                    )
+                    session_id = str(made.session_id)
+                else:  # the replayed history arrives outside a turn: not recorded again
+                    await agent.conn.load_session(
+                        cwd=self.root, session_id=source, mcp_servers=servers
+                    )
+                    session_id = source
+        except TimeoutError:
+            raise await self._broken(
+                None, f"did not {how} the session", f"did not answer in {self.start_timeout:g} s"
+            ) from None
+        except Exception as exc:
+            if not agent.alive or agent.fault is not None:
+                raise await self._broken(exc, f"did not {how} the session") from None
+            log.info("the ACP agent refused session/%s (%s): a transcript instead", how, exc)
+            return None
+        _COVERED[session_id] = turns
+        self.carried_by = how
+        return session_id
 
     async def _broken(
         self, exc: BaseException | None, what: str, why: str | None = None
@@ -392,6 +464,7 @@ class ACPEndpoint(CLIEndpoint):
             text = f"{_transcript(request.history)}\n\n[user]\n{text}"
         if request.system:
             text = f"{request.system.strip()}\n\n{text}"
+        _COVERED[session_id] = _COVERED.get(session_id, 0) + 1
         turn = Turn(session_id, request.permission)
         reader = UpdateReader()
         agent.client.turn = turn

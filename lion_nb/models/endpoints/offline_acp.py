@@ -19,13 +19,23 @@ stops after its first message chunk until the client cancels (up to 60 s), then 
 ``cancelled``: what a Stop mid-turn looks like. The answer names the session's turn
 count and earlier prompts, so two forks of one conversation can be told apart, and the MCP
 servers it was offered.
+
+Started with ``--load`` it keeps each session in ``<cwd>/.offline-acp/`` (a JSON file per
+session, written after every turn) and advertises ``loadSession``: ``session/load`` replays
+the session's turns as ``user_message_chunk`` and ``agent_message_chunk`` updates and goes
+on with them. ``--fork`` also advertises the (unstable) ``session/fork``: a new session
+with a copy of the stored one's turns. Session ids there are ``offline-acp-N``, the first
+number free in the folder, so a run from a fresh folder is deterministic.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import json
+import os
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -37,11 +47,13 @@ COST_PER_TURN = 0.0005  # dollars, made up
 class OfflineAgent:
     """The agent (an ``acp.Agent``); one instance per process."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, load: bool = False, fork: bool = False) -> None:
         self.conn: Any = None
         self.caps: Any = None
         self.sessions: dict[str, dict[str, Any]] = {}
         self._ids = itertools.count(1)
+        self.fork = fork
+        self.load = load or fork  # a fork is read from the stored session: load comes with it
 
     # Any: the SDK's agent-side signature; its schema objects are imported lazily
     def on_connect(self, conn: Any) -> None:
@@ -52,12 +64,21 @@ class OfflineAgent:
         self, protocol_version: int, client_capabilities: Any = None, **kw: Any
     ) -> Any:
         import acp
-        from acp.schema import AgentCapabilities, Implementation, InitializeResponse
+        from acp.schema import (
+            AgentCapabilities,
+            Implementation,
+            InitializeResponse,
+            SessionCapabilities,
+            SessionForkCapabilities,
+        )
 
         self.caps = client_capabilities
+        sessions = SessionCapabilities(fork=SessionForkCapabilities() if self.fork else None)
         return InitializeResponse(
             protocol_version=acp.PROTOCOL_VERSION,
-            agent_capabilities=AgentCapabilities(load_session=False),
+            agent_capabilities=AgentCapabilities(
+                load_session=self.load, session_capabilities=sessions
+            ),
             agent_info=Implementation(name="lion-offline-acp", version="1"),
         )
 
@@ -65,16 +86,95 @@ class OfflineAgent:
     async def new_session(self, cwd: str, mcp_servers: Any = None, **kw: Any) -> Any:
         from acp.schema import NewSessionResponse
 
-        session_id = f"offline-acp-{next(self._ids)}"
-        self.sessions[session_id] = {
+        session_id = self._claim(cwd) if self.load else f"offline-acp-{next(self._ids)}"
+        self._open(session_id, cwd, mcp_servers)
+        return NewSessionResponse(session_id=session_id)
+
+    def _open(
+        self, session_id: str, cwd: str, mcp_servers: Any, stored: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        stored = stored or {}
+        state = self.sessions[session_id] = {
             "cwd": cwd,
-            "prompts": [],
+            "prompts": list(stored.get("prompts", [])),
+            "carried": list(stored.get("carried", [])),
+            "answers": list(stored.get("answers", [])),
             "cancel": asyncio.Event(),
             "always": {},
             "cancelled": 0,
             "mcp": [getattr(s, "name", "") for s in mcp_servers or []],
         }
-        return NewSessionResponse(session_id=session_id)
+        return state
+
+    # -- stored sessions (``--load``, ``--fork``) ----------------------------------------------
+    @staticmethod
+    def _folder(cwd: str) -> str:
+        return os.path.join(cwd, ".offline-acp")
+
+    def _claim(self, cwd: str) -> str:
+        """The first ``offline-acp-N`` free in the folder, claimed by creating its file."""
+        folder = self._folder(cwd)
+        os.makedirs(folder, exist_ok=True)
+        for n in itertools.count(1):
+            session_id = f"offline-acp-{n}"
+            try:
+                fd = os.open(os.path.join(folder, f"{session_id}.json"), os.O_CREAT | os.O_EXCL)
+            except FileExistsError:
+                continue
+            os.close(fd)
+            return session_id
+        raise AssertionError("unreachable")
+
+    def _stored(self, cwd: str, session_id: str) -> dict[str, Any]:
+        import acp
+
+        if not re.fullmatch(r"offline-acp-\d+", session_id):
+            raise acp.RequestError.invalid_params({"sessionId": session_id})
+        try:
+            with open(os.path.join(self._folder(cwd), f"{session_id}.json"), encoding="utf-8") as f:
+                stored = json.loads(f.read() or "{}")
+        except (OSError, ValueError):
+            raise acp.RequestError.resource_not_found(session_id) from None
+        return stored if isinstance(stored, dict) else {}
+
+    def _save(self, session_id: str, state: dict[str, Any]) -> None:
+        if not self.load:
+            return
+        path = os.path.join(self._folder(state["cwd"]), f"{session_id}.json")
+        keep = {k: state[k] for k in ("prompts", "carried", "answers")}
+        with open(f"{path}.tmp", "w", encoding="utf-8") as f:
+            f.write(json.dumps(keep))
+        os.replace(f"{path}.tmp", path)
+
+    # Any: the SDK's agent-side signature; its schema objects are imported lazily
+    async def load_session(
+        self, cwd: str, session_id: str, mcp_servers: Any = None, **kw: Any
+    ) -> Any:
+        import acp
+        from acp.schema import LoadSessionResponse
+
+        if not self.load:
+            raise acp.RequestError.method_not_found("session/load")
+        state = self._open(session_id, cwd, mcp_servers, self._stored(cwd, session_id))
+        for prompt, answer in zip(state["prompts"], state["answers"], strict=False):
+            await self._send(session_id, acp.update_user_message_text(prompt))
+            await self._send(session_id, acp.update_agent_message_text(answer))
+        return LoadSessionResponse()
+
+    # Any: the SDK's agent-side signature; its schema objects are imported lazily
+    async def fork_session(
+        self, session_id: str, cwd: str, mcp_servers: Any = None, **kw: Any
+    ) -> Any:
+        import acp
+        from acp.schema import ForkSessionResponse
+
+        if not self.fork:
+            raise acp.RequestError.method_not_found("session/fork")
+        stored = self._stored(cwd, session_id)
+        new_id = self._claim(cwd)
+        state = self._open(new_id, cwd, mcp_servers, stored)
+        self._save(new_id, state)
+        return ForkSessionResponse(session_id=new_id)
 
     # Any: the SDK's agent-side signature; its schema objects are imported lazily
     async def cancel(self, session_id: str, **kw: Any) -> None:
@@ -98,8 +198,8 @@ class OfflineAgent:
         state["cancel"].clear()
         text = " ".join(getattr(b, "text", "") for b in prompt if getattr(b, "type", "") == "text")
         # a new session may start with the conversation so far: its user turns count too
-        carried = re.findall(r"^\[user\]\n(.+)$", text, flags=re.M)[:-1]
-        earlier = [*carried, *state["prompts"]]
+        state["carried"].extend(re.findall(r"^\[user\]\n(.+)$", text, flags=re.M)[:-1])
+        earlier = [*state["carried"], *state["prompts"]]
         state["prompts"].append(_last_line(text))
 
         async def say(update: Any) -> None:
@@ -109,20 +209,22 @@ class OfflineAgent:
         if "quick" not in text:
             stop = await self._work(session_id, state, text, say)
             if stop is not None:
-                state["cancelled"] += 1
-                return PromptResponse(stop_reason=stop)
+                return self._stopped(session_id, state, stop)
         elif "wait" in text:
             await say(acp.update_agent_message_text("Waiting to be stopped. "))
             if await self._cancelled(state, 60):
-                state["cancelled"] += 1
-                return PromptResponse(stop_reason="cancelled")
+                return self._stopped(session_id, state, "cancelled")
         n = len(state["prompts"])
         history = "; ".join(p.rstrip(".") for p in earlier) if earlier else "none"
-        await say(acp.update_agent_message_text(f"Offline ACP agent, turn {n} of this session. "))
+        head = f"Offline ACP agent, turn {n} of this session. "
+        await say(acp.update_agent_message_text(head))
         stopped = f" Cancelled turns: {state['cancelled']}." if state["cancelled"] else ""
         if state["mcp"]:
             stopped += f" MCP servers: {', '.join(state['mcp'])}."
-        await say(acp.update_agent_message_text(f"Earlier prompts: {history}.{stopped}"))
+        tail = f"Earlier prompts: {history}.{stopped}"
+        await say(acp.update_agent_message_text(tail))
+        state["answers"].append(head + tail)
+        self._save(session_id, state)
         await say(self._usage_update(n))
         tokens_in, tokens_out = max(1, len(text) // 4), 24
         usage = Usage(
@@ -132,6 +234,15 @@ class OfflineAgent:
             thought_tokens=8,
         )
         return PromptResponse(stop_reason="end_turn", usage=usage)
+
+    # Any: a stop reason the SDK types as a Literal; ours come from `_work`
+    def _stopped(self, session_id: str, state: dict[str, Any], stop: Any) -> Any:
+        from acp.schema import PromptResponse
+
+        state["cancelled"] += 1
+        state["answers"].append(f"({stop})")
+        self._save(session_id, state)
+        return PromptResponse(stop_reason=stop)
 
     def _usage_update(self, n: int) -> Any:
         from acp.schema import Cost, UsageUpdate
@@ -319,8 +430,13 @@ def _named_file(text: str, cwd: Path) -> str:
 def main() -> None:
     import acp
 
-    agent: Any = OfflineAgent()  # an `acp.Agent` by its methods (a Protocol)
-    asyncio.run(acp.run_agent(agent))
+    args = set(sys.argv[1:])
+    unknown = args - {"--load", "--fork"}
+    if unknown:
+        sys.exit(f"offline_acp: unknown arguments {sorted(unknown)} (it takes --load, --fork)")
+    # an `acp.Agent` by its methods (a Protocol)
+    agent: Any = OfflineAgent(load="--load" in args, fork="--fork" in args)
+    asyncio.run(acp.run_agent(agent, use_unstable_protocol=agent.fork))
 
 
 if __name__ == "__main__":
