@@ -17,6 +17,9 @@ Decisions:
   compact table of marks (a few bytes a cell); the answers and reasons of a cell are sent
   when it is opened (``selected`` → ``detail``), so a 600-cell grid costs no answer text
   until it is read.
+- **Paged rows.** The state holds one page of cases (``page_size``, default 200) and the
+  counts (``total_cases``, ``page``); ``selected`` is a row of the page. `next_page` /
+  `previous_page` / `show_page` move it, so the state is bounded whatever the case count.
 - **Static renderings** hold the marks as they are when the grid is displayed (no times);
   a grid made for a running cell (``live=True``) has empty ones, as the batch progress
   has: the cell shows the finished results as their own output.
@@ -60,6 +63,9 @@ class EvalGrid(StaticFallback, anywidget.AnyWidget):
     selected = traitlets.List(traitlets.Int(), default_value=[]).tag(sync=True)
     detail = traitlets.Dict().tag(sync=True)
     height = traitlets.Unicode("28em").tag(sync=True)
+    page = traitlets.Int(0).tag(sync=True)  # which page of ``page_size`` cases is shown
+    page_size = traitlets.Int(200).tag(sync=True)
+    total_cases = traitlets.Int(0).tag(sync=True)
 
     def __init__(
         self,
@@ -78,6 +84,7 @@ class EvalGrid(StaticFallback, anywidget.AnyWidget):
         self._subscription: Any = None
         self._throttle = Throttle(self._flush, max_rate)
         self.observe(self._on_selected, names="selected")
+        self.observe(lambda _change: self._throttle.flush(), names=["page", "page_size"])
         on_change = getattr(run, "on_change", None)
         if callable(on_change) and not getattr(run, "ended", True):
             self._subscription = _Cancel(on_change(lambda _run: self._throttle.poke()))
@@ -94,11 +101,17 @@ class EvalGrid(StaticFallback, anywidget.AnyWidget):
         progress = getattr(run, "progress", None)
         ended, total = progress() if callable(progress) else (len(run.rows), len(run.rows))
         state = getattr(run, "state", "finished")
+        size = max(1, self.page_size)
+        last = max(0, (len(grid.labels) - 1) // size)
+        start = min(max(0, self.page), last) * size
         with self.hold_sync():
             self.title = str(getattr(run, "name", "") or "evaluation")
             self.columns = grid.columns
-            self.case_labels = grid.labels
-            self.marks = grid.marks
+            self.total_cases = len(grid.labels)
+            if self.page != start // size:
+                self.page = start // size
+            self.case_labels = grid.labels[start : start + size]
+            self.marks = grid.marks[start : start + size]
             self.has_changes = grid.has_changes
             status = f"{ended}/{total} cells" + ("" if state == "finished" else f" · {state}")
             errors = run.errors()
@@ -113,7 +126,25 @@ class EvalGrid(StaticFallback, anywidget.AnyWidget):
         value = change["new"]
         self.detail = (call_safely(self._detail, *value) or {}) if len(value) == 2 else {}
 
+    # -- paging ----------------------------------------------------------------------------------
+    @property
+    def pages(self) -> int:
+        """How many pages of ``page_size`` cases the grid has (at least one)."""
+        return max(1, -(-self.total_cases // max(1, self.page_size)))
+
+    def show_page(self, page: int) -> None:
+        """Show page ``page`` (clamped to the pages there are); the selection is cleared."""
+        self.selected = []
+        self.page = min(max(0, page), self.pages - 1)
+
+    def next_page(self) -> None:
+        self.show_page(self.page + 1)
+
+    def previous_page(self) -> None:
+        self.show_page(self.page - 1)
+
     def _detail(self, r: int, c: int) -> dict[str, Any]:
+        r += self.page * max(1, self.page_size)  # a row of the page shown
         grid = self._grid
         if grid is None or not (0 <= r < len(grid.cells) and 0 <= c < len(grid.columns)):
             return {}

@@ -156,3 +156,34 @@ def test_a_grid_whose_calls_failed_names_the_errors_apart_from_failed_checks():
     )
     assert "4 errors" in grid.static_text() and "the service refused" in grid.static_text()
     assert grid.marks[0][0][0] == "fail" and grid.marks[5][0][0] == "fail"
+
+
+def test_a_grid_of_5000_cells_syncs_one_page_and_pages_to_the_right_cells():
+    import json
+
+    cases = [{"id": f"c{n}", "n": n} for n in range(2_500)]
+    session = Session()
+    run = session.evaluate(
+        cases,
+        prompt="#{n}#",
+        models={"A": model(answers(set(range(0, 2_500, 7)))), "B": model(answers(set()))},
+        checks=[equals("yes")],
+        save=False,
+    )
+    anyio.run(run.wait)
+    grid = EvalGrid(run, page_size=100)
+    state = {k: v for k, v in grid.get_state().items() if k != "_esm"}
+    assert len(json.dumps(state, default=str).encode()) < 20_000
+    assert grid.total_cases == 2_500 and grid.pages == 25 and len(grid.marks) == 100
+    assert grid.status == "5000/5000 cells"
+    grid.show_page(7)  # cases 700-799: 700 is a multiple of 7, A fails it
+    assert grid.case_labels[0] == "c700: 700"
+    assert [cell[0] for cell in grid.marks[0]] == ["fail", "pass"]
+    grid.selected = [1, 0]  # row 1 of the page: case 701
+    assert grid.detail["title"] == "c701: 701 — prompt × A"
+    grid.next_page()
+    assert grid.page == 8 and grid.selected == [] and grid.case_labels[0] == "c800: 800"
+    grid.show_page(99)
+    assert grid.page == 24 and grid.case_labels[-1] == "c2499: 2499"
+    grid.previous_page()
+    assert grid.page == 23
