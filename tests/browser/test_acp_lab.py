@@ -16,8 +16,12 @@ from tests.browser.jupyter import cell_output, new_notebook, open_notebook, run_
 
 pytestmark = pytest.mark.browser
 
+# The bundled agent runs live here (local and deterministic): the card is the point, and a
+# cassette would answer without asking. CI forbids live calls (LION_NB_CASSETTE_MODE=none).
 SETUP = """\
 %load_ext lion_nb
+import os
+os.environ.pop("LION_NB_CASSETTE_MODE", None)
 from pathlib import Path
 from lion_nb import current_session
 Path("README.md").write_text("# Card demo\\n")
