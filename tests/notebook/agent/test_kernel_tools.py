@@ -163,6 +163,8 @@ def test_a_replayed_call_asks_again_unless_the_replay_approves_it(kernel, tmp_pa
     with FakeProvider() as fake:
         fake.push_json(TOOL_CALL)
         recorded = kernel.run(
+            # recording: CI forces every cassette to replay only (LION_NB_CASSETTE_MODE=none)
+            "import os\nos.environ.pop('LION_NB_CASSETTE_MODE', None)\n"
             "from lion_nb.models.cassettes import cassette\nRUNS.clear()\n"
             f"with cassette({tape!r}, mode='all'):\n"
             f"    m = iModel(provider='openai', model='gpt-4o', base_url={fake.openai_url!r}, api_key='sk-test-0123456789')\n"
