@@ -306,7 +306,7 @@ class LionMagics(Magics):
         from .state.persistence import NotebookPersistence, installed
 
         found = installed()
-        return found if found is not None and found.magics is self else NotebookPersistence(self)
+        return found if found is not None and found.settings is self else NotebookPersistence(self)
 
     @property
     def state(self) -> Any:

@@ -25,17 +25,40 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from IPython.core.error import UsageError
 
 from .session import on_attach
 
-__all__ = ["NotebookPersistence", "checkpoint", "install", "installed", "session_attached"]
+__all__ = [
+    "AutosaveSettings",
+    "NotebookPersistence",
+    "checkpoint",
+    "install",
+    "installed",
+    "session_attached",
+]
 
 RESUME_HINT = "`%lion autosave on` tries again"
 
 _installed: NotebookPersistence | None = None
+
+
+class AutosaveSettings(Protocol):
+    """What autosave reads of the extension's options, and how it hears them change.
+
+    `LionMagics` is one; persistence sees these four options and nothing else of the layer
+    above it."""
+
+    autosave: bool
+    store_path: str
+    restore_on_load: bool
+    shell: Any  # Any: IPython's InteractiveShell, whose stubs are incomplete
+
+    def observe(self, handler: Callable[[Any], None], names: list[str]) -> None: ...
+
+    def unobserve(self, handler: Callable[[Any], None], names: list[str]) -> None: ...
 
 
 def installed() -> NotebookPersistence | None:
@@ -71,8 +94,8 @@ def notebook_label(shell: Any) -> str | None:
 class NotebookPersistence:
     """Autosave and restore for the notebook's Session (see the module docstring)."""
 
-    def __init__(self, magics: Any):
-        self.magics = magics
+    def __init__(self, settings: AutosaveSettings):
+        self.settings = settings
         self.autosaver: Any = None
         self._seed: Any = None
         self._store: Any = None
@@ -84,21 +107,21 @@ class NotebookPersistence:
         from ...store.store import open_store
         from ...store_location import store_path
 
-        path = store_path(self.magics.store_path or None)
+        path = store_path(self.settings.store_path or None)
         if self._store is None or self._store.path != path:
             self._store = open_store(path)
         return self._store
 
     @property
     def notebook(self) -> str | None:
-        return notebook_label(self.magics.shell)
+        return notebook_label(self.settings.shell)
 
     # -- autosave --------------------------------------------------------------------------------
     def follow(self, session: Any) -> None:
         """Autosave ``session`` from now on (stopping whatever was followed before)."""
         self.stop()
         seed, self._seed = self._seed, None
-        if not self.magics.autosave:
+        if not self.settings.autosave:
             return
         from ...store.autosave import Autosaver
 
@@ -154,7 +177,7 @@ class NotebookPersistence:
             return f"off ({type(saver.failure).__name__})"
         if saver is not None and saver.active:
             return "on"
-        return "on" if self.magics.autosave and saver is None else "off"
+        return "on" if self.settings.autosave and saver is None else "off"
 
     def _on_config(self, change: dict[str, Any]) -> None:
         if change["name"] == "store_path":
@@ -175,7 +198,7 @@ class NotebookPersistence:
             raise UsageError(
                 f"`%lion load`: there is no session store at `{store.path}` yet. Sessions are "
                 "saved there as turns run (autosave is "
-                f"{'on' if self.magics.autosave else 'off: `%lion autosave on`'}); "
+                f"{'on' if self.settings.autosave else 'off: `%lion autosave on`'}); "
                 "`%lion load FILE.json` imports a file saved with `%lion save`."
             )
         try:
@@ -265,23 +288,23 @@ class NotebookPersistence:
         return session
 
 
-def install(ipython: Any, magics: Any) -> Callable[[], None]:
-    """Set up autosave for ``magics``' shell; returns what undoes it."""
+def install(ipython: Any, settings: AutosaveSettings) -> Callable[[], None]:
+    """Set up autosave for ``ipython``, following ``settings``; returns what undoes it."""
     global _installed
     from ...store_location import configure
     from .session import notebook_state
 
-    persistence = NotebookPersistence(magics)
+    persistence = NotebookPersistence(settings)
     _installed = persistence
-    configure(magics.store_path or None)
-    magics.observe(persistence._on_config, names=["autosave", "store_path"])
+    configure(settings.store_path or None)
+    settings.observe(persistence._on_config, names=["autosave", "store_path"])
 
     def post_run_cell(result: Any) -> None:
         persistence.checkpoint()
 
     ipython.events.register("post_run_cell", post_run_cell)
     state = notebook_state()
-    if magics.restore_on_load:
+    if settings.restore_on_load:
         persistence.restore_on_load(state)
     elif state._session is not None:
         persistence.follow(state._session)
@@ -292,7 +315,7 @@ def install(ipython: Any, magics: Any) -> Callable[[], None]:
             ipython.events.unregister("post_run_cell", post_run_cell)
         except ValueError:
             pass
-        magics.unobserve(persistence._on_config, names=["autosave", "store_path"])
+        settings.unobserve(persistence._on_config, names=["autosave", "store_path"])
         persistence.checkpoint()
         persistence.stop()
         if persistence._store is not None:

@@ -16,6 +16,7 @@ from lion_nb.notebook.state.session import notebook_state
 from tests.notebook.nbshell import run
 
 COMMANDS_DIR = Path(commands_package.__file__).parent
+STATE_DIR = COMMANDS_DIR.parent / "state"
 
 
 def _registered():
@@ -31,9 +32,11 @@ def test_every_subcommand_takes_the_command_context_first():
         assert first.annotation == "CommandContext", (name, first)
 
 
-def test_no_subcommand_module_names_the_magics_object():
+def test_no_subcommand_or_state_module_names_the_magics_object():
     found = []
-    for path in sorted(COMMANDS_DIR.glob("*.py")):
+    paths = sorted(COMMANDS_DIR.glob("*.py")) + sorted(STATE_DIR.glob("*.py"))
+    assert any(path.name == "persistence.py" for path in paths)
+    for path in paths:
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             name = getattr(node, "id", None) or getattr(node, "arg", None)
