@@ -79,7 +79,7 @@ class FileRecords:
         ensure_dir(self.folder.parent)  # a store folder made here ignores itself in git
         self.folder.mkdir(parents=True, exist_ok=True)
         path = self._path(record["batch_id"])
-        tmp = path.with_suffix(".json.tmp")
+        tmp = _unique_tmp(path)  # saves from two threads must not share one file
         tmp.write_text(json.dumps(record, ensure_ascii=False, default=str), encoding="utf-8")
         os.replace(tmp, path)
 
@@ -138,7 +138,7 @@ class FileRecords:
         ensure_dir(self.folder.parent)
         self.folder.mkdir(parents=True, exist_ok=True)
         path = self._path(batch_id).with_suffix(".items.jsonl")
-        tmp = path.with_suffix(".tmp")
+        tmp = _unique_tmp(path)
         with tmp.open("w", encoding="utf-8") as out:
             for row in rows:
                 out.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
@@ -164,6 +164,14 @@ def book_for(session: Any) -> RecordBook:
 
 
 # -- saving keyword arguments ----------------------------------------------------------------------
+def _unique_tmp(path: Path) -> Path:
+    """A temporary file beside ``path`` that no concurrent writer shares: writers sharing
+    one name interleave their bytes, and the record read back is two records in one."""
+    import uuid
+
+    return path.with_name(f"{path.name}.{uuid.uuid4().hex[:12]}.tmp")
+
+
 def saved_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
     """Keyword arguments as JSON: classes (a response format) by import path."""
     out: dict[str, Any] = {}
