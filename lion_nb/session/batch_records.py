@@ -163,7 +163,6 @@ def book_for(session: Any) -> RecordBook:
     return FileRecords()
 
 
-# -- saving keyword arguments ----------------------------------------------------------------------
 def _unique_tmp(path: Path) -> Path:
     """A temporary file beside ``path`` that no concurrent writer shares: writers sharing
     one name interleave their bytes, and the record read back is two records in one."""
@@ -172,6 +171,7 @@ def _unique_tmp(path: Path) -> Path:
     return path.with_name(f"{path.name}.{uuid.uuid4().hex[:12]}.tmp")
 
 
+# -- saving keyword arguments ----------------------------------------------------------------------
 def saved_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
     """Keyword arguments as JSON: classes (a response format) by import path."""
     out: dict[str, Any] = {}

@@ -48,8 +48,8 @@ _installed: NotebookPersistence | None = None
 class AutosaveSettings(Protocol):
     """What autosave reads of the extension's options, and how it hears them change.
 
-    `LionMagics` is one; persistence sees these four options and nothing else of the layer
-    above it."""
+    `LionMagics` is one; persistence sees these three options and the shell, and nothing
+    else of the layer above it."""
 
     autosave: bool
     store_path: str
