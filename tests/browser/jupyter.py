@@ -545,14 +545,35 @@ def run_cell(page, index: int, wait: bool = True, timeout: float = 60) -> None:
         wait_for_idle(page, timeout)
 
 
-def wait_for_kernel_busy(page, timeout: float = 90) -> None:
-    """Wait until the kernel is executing (for a test that then interrupts it). The bound is
-    generous: on a loaded machine a kernel can take tens of seconds to take its first cell."""
-    page.wait_for_function(
-        "() => {" + _PANEL_JS + " return lionPanel(null)?.sessionContext.kernelDisplayStatus"
-        " === 'busy'; }",
-        timeout=timeout * 1000,
-        polling=50,
+def wait_for_output(page, index: int, text: str, timeout: float = 60) -> None:
+    """Wait until the output of the cell at ``index`` shows ``text``: proof that the kernel
+    is inside that cell (for a test that then interrupts it), where the kernel's busy status
+    could also mean it is still starting. A run the page dropped (the notebook idle with the
+    text not shown) is asked for once more; a timeout says what the page showed."""
+    from playwright.sync_api import Error as PlaywrightError
+
+    deadline = time.monotonic() + timeout
+    shown, state, rerun = "", "not checked", False
+    while time.monotonic() < deadline:
+        state = page.evaluate(_STATE_JS, None)
+        if state == "dialog":
+            accept_kernel_dialog(page)
+            continue
+        try:
+            shown = cell_output(page, index).inner_text(timeout=1000)
+        except PlaywrightError:  # the output area is not drawn yet
+            shown = ""
+        if text in shown:
+            return
+        if state == "idle" and not rerun:
+            rerun = True
+            run_cell(page, index, wait=False)
+        page.wait_for_timeout(50)
+    errors = page.evaluate("() => (window.__lion && window.__lion.errors) || []")
+    running = page.evaluate(_RUNNING_JS, None)
+    raise TimeoutError(
+        f"cell {index} did not show {text!r} after {timeout}s (state: {state}; running "
+        f"cells: {running}; asked again: {rerun}; output: {shown!r}; errors: {errors})"
     )
 
 

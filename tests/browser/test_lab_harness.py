@@ -23,7 +23,7 @@ from tests.browser.jupyter import (
     run_cell,
     screenshot,
     wait_for_idle,
-    wait_for_kernel_busy,
+    wait_for_output,
 )
 
 pytestmark = pytest.mark.browser
@@ -113,13 +113,15 @@ def test_text_ipywidgets_and_anywidget_render_offline_in_jupyterlab(
 
 def test_toolbar_interrupt_stops_a_running_cell_and_the_kernel_answers(lab_page, jupyter_server):
     page = lab_page
-    notebook = new_notebook("import time\ntime.sleep(120)", 'print("answered", 6 * 7)')
+    notebook = new_notebook(
+        'import time\nprint("sleeping", flush=True)\ntime.sleep(120)', 'print("answered", 6 * 7)'
+    )
     open_notebook(page, jupyter_server, "interrupt.ipynb", notebook)
 
     run_cell(page, 0, wait=False)
-    wait_for_kernel_busy(page)
+    wait_for_output(page, 0, "sleeping")
     interrupt_kernel(page)
-    wait_for_idle(page, timeout=20)
+    wait_for_idle(page)
     assert "KeyboardInterrupt" in cell_output(page, 0).inner_text()
 
     run_cell(page, 1)
