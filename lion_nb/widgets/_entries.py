@@ -249,7 +249,8 @@ def _tool_origin(entry: dict[str, Any], message: Any, response: Any) -> None:
 def _code_step(entry: dict[str, Any], message: Any, response: Any, meta: dict[str, Any]) -> None:
     """A run of code (the notebook's ``run_python``): the code highlighted instead of its
     JSON -- the code that ran, and the model's own when the user edited it -- and the names
-    it created, changed or deleted."""
+    it created, changed or deleted; a proposed cell (``propose_cell``) as ``insert``, its
+    source."""
     from html import escape
 
     from ..rendering.highlight import highlight_code_blocks
@@ -273,6 +274,8 @@ def _code_step(entry: dict[str, Any], message: Any, response: Any, meta: dict[st
             + html
         )
     entry["arguments"] = html
+    if meta.get("proposed_cell") is True:  # a cell for the notebook: "Insert below" offers it
+        entry["insert"] = ran
     names = meta.get("names")
     if isinstance(names, dict):
         entry["names"] = {k: [str(n) for n in v] for k, v in names.items() if isinstance(v, list)}

@@ -13,7 +13,11 @@ silent model costs no comm traffic; the kernel sends the final figure at the end
 
 Stop calls ``stop`` (given by whoever runs the turn): it cancels the turn, which ends the way
 an interrupt does -- what was received is kept, and the status says so ("stopped · incomplete
-answer kept on the branch") once the branch recorded it (ADR-0106).
+answer kept on the branch") once the branch recorded it (ADR-0106). While the model's code
+runs in the kernel (``code_running``), Stop also interrupts the kernel, where the front end
+gives the widget its kernel: the running code holds the thread that reads Stop's message.
+A proposed cell's step has "Insert below", which puts it under the turn's cell (or copies it,
+where the front end gives no notebook).
 
 ``ask`` is the turn's asker for tools whose policy is ``approve="ask"``
 (`lion_nb.protocols.approval`): the call (tool, server, arguments) is listed in ``asks`` with
@@ -72,6 +76,11 @@ class TurnWidget(anywidget.AnyWidget):
     #: the model's thinking (`_thinking.LiveThinking.state`): open while it thinks, then folded
     thinking_state = traitlets.Dict().tag(sync=True)
     stoppable = traitlets.Bool(False).tag(sync=True)
+    #: the model's code runs in this kernel now (`show_code_running`): Stop interrupts the
+    #: kernel too, since the code holds the thread that would read Stop's message
+    code_running = traitlets.Bool(False).tag(sync=True)
+    #: this widget's model id: the front end finds the cell showing it ("Insert below")
+    widget_id = traitlets.Unicode("").tag(sync=True)
     asks = traitlets.List(traitlets.Dict()).tag(sync=True)  # calls waiting for approval
     #: seconds an ask waits for a front end to show the widget before nobody is there to
     #: answer (a headless run: nbval, nbconvert) and the call is denied
@@ -110,6 +119,7 @@ class TurnWidget(anywidget.AnyWidget):
         self._turn_approved: set[str] = set()  # tools approved for this turn
         self._shown = _Flag()  # a front end drew this widget (it said so)
         self._raise: Callable[[], Any] | None = None  # what the budget's button does
+        self.widget_id = self.model_id or ""
         self.on_msg(self._on_front_end)
 
     # -- the turn's events -----------------------------------------------------------------------
@@ -218,6 +228,11 @@ class TurnWidget(anywidget.AnyWidget):
         self.stoppable = False
         self.status = "stopping"
         return bool(call_safely(self._stop))
+
+    def show_code_running(self, running: bool) -> None:
+        """The model's code started (``True``) or ended running in this kernel."""
+        if self.code_running != running:
+            self.code_running = running
 
     def branch_total(self, cost: Any) -> None:
         """Show the branch's running total (a `Cost`) after the turn's own figures."""
@@ -331,6 +346,7 @@ class TurnWidget(anywidget.AnyWidget):
             self.elapsed = round(time.monotonic() - self._t0, 2) if self._t0 else 0.0
             self.running = False
             self.stoppable = False
+            self.code_running = False
             self.status = status
 
     def _on_front_end(self, _widget: Any, content: Any, _buffers: Any) -> None:

@@ -5,9 +5,16 @@ tool asks by default). The card shows the code (highlighted) and its risk flags;
 runs the code once; Edit, then Run edited code runs the person's version and the branch
 records both; Deny records the denial and runs nothing. The proposed cell is inserted below
 the turn's cell by JupyterLab, not run.
+
+Stop while ``run_python`` runs an endless loop interrupts the kernel and ends the turn
+quietly, keeping what the code printed; the kernel then answers. A background turn's
+proposed cell is not inserted on its own (the payload would reach some later cell): its
+step's "Insert below" puts it under the turn's cell, once.
 """
 
 from __future__ import annotations
+
+import time
 
 import pytest
 
@@ -95,3 +102,74 @@ def test_the_card_shows_code_and_flags_and_approve_edit_deny_are_recorded(lab_pa
     assert "approval: ['approved by user', 'approved by user, edited', 'denied by user']" in printed
     assert "proposed: [None, {'code': \"RUNS.append('model')\"}, None]" in printed, printed
     assert "ran: [\"RUNS.append('approved')\", \"RUNS.append('edited')\"" in printed, printed
+
+
+STOP_SETUP = """\
+%load_ext lion_nb
+from lion_nb import iModel, current_session, notebook_tools
+LOOP = "print('looping', flush=True)\\nopen('looping', 'w').close()\\nwhile True:\\n    pass"
+looper = iModel(provider="offline", model="scripted", responses=[
+    {"tool_calls": [{"name": "run_python", "arguments": {"code": LOOP}}]},
+    "the model went on after the Stop",
+])
+loop_branch = current_session().new_branch(name="loop", chat_model=looper)
+loop_branch.acts.register_tools(notebook_tools(approve=True))
+proposer = iModel(provider="offline", model="scripted", responses=[
+    {"tool_calls": [{"name": "propose_cell", "arguments": {"code": "print('from the proposed cell')"}}]},
+    "Proposed one cell.",
+])
+"""
+
+
+def test_stop_ends_running_code_and_insert_below_puts_a_proposed_cell_under_its_turn(
+    lab_page, jupyter_server
+):
+    page = lab_page
+    marker = jupyter_server.root / "looping"
+    marker.unlink(missing_ok=True)
+    notebook = new_notebook(
+        STOP_SETUP,
+        "%%lion -b loop --agent\nRun the loop.",
+        'print("answered", 6 * 7)',
+        "%%lion -b proposer --agent --bg -m proposer\nPropose a cell.",
+    )
+    open_notebook(page, jupyter_server, "agent-stop.ipynb", notebook)
+    run_cell(page, 0)
+    run_cell(page, 1, wait=False)
+    turn = cell_output(page, 1)
+    turn.locator(".lnb-turn.lnb-code-running").wait_for(timeout=60_000)
+    deadline = time.monotonic() + 60
+    while not marker.exists() and time.monotonic() < deadline:  # the loop has started
+        page.wait_for_timeout(50)
+    assert marker.exists()
+    clicked = time.monotonic()
+    turn.locator(".lnb-stop").click()
+    turn.locator(".lnb-turn-status", has_text="stopped").wait_for(timeout=30_000)
+    stopped_after = time.monotonic() - clicked
+    wait_for_idle(page)
+    print(f"\nStop ended the endless run and its turn {stopped_after:.2f} s after the click")
+    shown = turn.inner_text()
+    assert "RunInterrupted" not in shown  # Stop ends its turn quietly
+    assert "the model went on" not in shown
+    step = turn.locator(".lnb-step")
+    step.first.locator("summary").click()
+    assert "the user stopped the turn while this ran" in step.first.inner_text()
+    assert "looping" in step.first.inner_text()  # what it printed is kept
+    screenshot(page, "agent-stopped-run", element=turn.locator(".lnb-turn"))
+
+    run_cell(page, 2)
+    assert "answered 42" in cell_output(page, 2).inner_text()  # the kernel goes on
+
+    run_cell(page, 3)
+    background = cell_output(page, 3)
+    insert = background.locator(".lnb-insert")
+    insert.wait_for(timeout=60_000)
+    assert page.locator(".jp-Notebook .jp-Cell").count() == 4  # not inserted on its own
+    insert.click()
+    background.locator(".lnb-insert", has_text="inserted below").wait_for(timeout=10_000)
+    cells = page.locator(".jp-Notebook .jp-Cell")
+    assert cells.count() == 5
+    assert "print('from the proposed cell')" in cells.nth(4).locator(".jp-InputArea").inner_text()
+    assert cells.nth(4).locator(".jp-OutputArea-output").count() == 0  # not run
+    assert background.locator(".lnb-insert").is_disabled()  # once: a second click does nothing
+    screenshot(page, "agent-insert-below", element=background.locator(".lnb-turn"))

@@ -11,28 +11,37 @@ images stay images (``data:`` URLs) and an error is its traceback's text.
 A run is stopped by its time limit or the kernel's interrupt: on the main thread the
 signal raises ``KeyboardInterrupt`` inside the code (a real SIGINT, so a ``time.sleep`` wakes
 too), from another thread the limit is an asynchronous exception. What was printed before
-is kept either way. `stop_current` stops the running code from any thread (what a Stop
-button does while code runs).
+is kept either way. `stop_current` stops the running code from any thread.
+
+A turn view shows when code runs (`runs_shown_by`: told ``True`` as a run starts and
+``False`` as it ends, on the running thread), so its Stop button can interrupt the kernel:
+while the code holds the main thread, the button's own message waits until the run ends.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
+import contextvars
 import signal
 import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from .names import diff, snapshot
 
-__all__ = ["RunOutcome", "run_code", "stop_current"]
+__all__ = ["RunOutcome", "run_code", "run_watcher", "runs_shown_by", "stop_current"]
 
 _FILENAME = "<run_python>"
 _lock = threading.Lock()
 _running: dict[str, Any] = {}  # the run in progress: {"stop": callable}
+_watcher: contextvars.ContextVar[Callable[[bool], None] | None] = contextvars.ContextVar(
+    "lion_nb_run_watcher", default=None
+)
 
 
 @dataclass
@@ -48,6 +57,33 @@ class RunOutcome:
     stopped: str | None = None  # "time limit" or "interrupted"
     duration: float = 0.0
     names: dict[str, list[str]] = field(default_factory=dict)
+
+
+@contextlib.contextmanager
+def runs_shown_by(watcher: Callable[[bool], None] | None) -> Iterator[None]:
+    """Within this block (this task and the tasks it starts), each run tells ``watcher``
+    that code runs (``True``) and that it ended (``False``)."""
+    token = _watcher.set(watcher)
+    try:
+        yield
+    finally:
+        _watcher.reset(token)
+
+
+def run_watcher() -> Callable[[bool], None] | None:
+    """The watcher of runs here (a turn view with a Stop button), or None."""
+    return _watcher.get()
+
+
+def _tell(watcher: Callable[[bool], None] | None, running: bool) -> None:
+    if watcher is None:
+        return
+    try:
+        watcher(running)
+    except Exception:  # a view's failure never stops the run
+        import logging
+
+        logging.getLogger("lion_nb.notebook.agent").debug("run watcher failed", exc_info=True)
 
 
 def stop_current() -> bool:
@@ -110,9 +146,12 @@ def run_code(
     has_value = False
     start = time.perf_counter()
     old_handler = _sigint_default() if limit.main else None
+    watcher = _watcher.get()
+    captured: Any = None
     with _lock:
         _running["stop"] = limit.fire
     try:
+        _tell(watcher, True)  # inside: an interrupt that comes at once is the run's
         with capture_output(stdout=True, stderr=True, display=True) as captured:
             try:
                 limit.start()
@@ -132,12 +171,14 @@ def run_code(
     finally:
         with _lock:
             _running.pop("stop", None)
+        _tell(watcher, False)
         if old_handler is not None:
             signal.signal(signal.SIGINT, old_handler)
     outcome.duration = time.perf_counter() - start
-    outcome.stdout = captured.stdout
-    outcome.stderr = captured.stderr
-    _collect(outcome, captured.outputs, value if has_value else None, has_value, figures, budget)
+    outcome.stdout = captured.stdout if captured is not None else ""
+    outcome.stderr = captured.stderr if captured is not None else ""
+    shown = captured.outputs if captured is not None else []
+    _collect(outcome, shown, value if has_value else None, has_value, figures, budget)
     outcome.names = diff(before, snapshot(shell))
     return outcome
 

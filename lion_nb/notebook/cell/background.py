@@ -101,7 +101,11 @@ def start_background(
         from IPython.core.async_helpers import get_asyncio_loop
 
         loop = get_asyncio_loop()
-    handle = RunHandle(loop.create_task(make()), branch=branch, label=label, view=view)
+    from ..agent.tools import cell_ended
+
+    with cell_ended():  # the task keeps this context: its cell ends before it does
+        task = loop.create_task(make())
+    handle = RunHandle(task, branch=branch, label=label, view=view)
     if on_done is not None:
         handle.task.add_done_callback(lambda _t: on_done(handle))
     return handle

@@ -118,11 +118,16 @@ async def _agent_rounds(branch: Any, text: str, names: list[str] | None, kw: dic
     """``--agent``: ``operate`` with the tools again while the model only calls tools (it
     runs code, reads the result, tries again), at most `AGENT_ROUNDS`; then an answer
     without tools if it still has not given one. One observed run."""
+    import anyio
+
     from ...runtime.lifecycle import observed_run
 
     async def rounds() -> Any:
         instruction, result = text, None
         for _ in range(AGENT_ROUNDS):
+            # a Stop that came while a round ran ends the turn here, whatever the model
+            # (an offline one never waits, so it would never see the Stop otherwise)
+            await anyio.lowlevel.checkpoint()
             result = await call_verb(
                 branch, "operate", instruction, actions=True, tools=names, **kw
             )
@@ -130,6 +135,7 @@ async def _agent_rounds(branch: Any, text: str, names: list[str] | None, kw: dic
                 return result
             instruction = AGENT_CONTINUE
         follow = {k: kw[k] for k in ("guidance", "response_format", "reasoning") if k in kw}
+        await anyio.lowlevel.checkpoint()
         return await call_verb(branch, "communicate", ANSWER_FROM_TOOLS, **follow)
 
     return await observed_run(branch, rounds(), "operate")
@@ -212,6 +218,7 @@ async def execute(plan: TurnPlan, view: Any, session: Any) -> Any:
     subscription = branch.observe(MessageAdded, on_message)
     try:
         from ...protocols.approval import asking, current_asker
+        from ..agent.execute import runs_shown_by
 
         with (
             streaming_to(view.text),
@@ -220,6 +227,7 @@ async def execute(plan: TurnPlan, view: Any, session: Any) -> Any:
             _tools_for_turn(branch, plan.tools),
             budget_scope(_cell_meter(plan), "cell"),
             asking(getattr(view, "ask", None) or current_asker()),  # approve="ask"
+            runs_shown_by(getattr(view, "code_running", None)),  # Stop while code runs
         ):
             result = await call_turn(plan)
     except BaseException as exc:

@@ -292,6 +292,12 @@ class SafeView(TurnView):
         self._call("fail", error, interrupted=interrupted)
 
     @property
+    def code_running(self) -> Callable[[bool], None] | None:
+        """The inner view's watcher of the model's code runs (``None``: it has no Stop that
+        needs to know); its errors are the run's watcher's to swallow."""
+        return getattr(self.inner, "code_running", None)
+
+    @property
     def ask(self) -> Any:
         """The inner view's asker for ``approve="ask"`` (``None``: it cannot ask). Not wrapped:
         its errors deny the call (approval fails closed) and a cancellation must propagate."""

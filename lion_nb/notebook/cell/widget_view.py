@@ -55,6 +55,10 @@ class WidgetView(TurnView):
     def message(self, message: Any) -> None:
         self.widget.message(message)
 
+    def code_running(self, running: bool) -> None:
+        """The model's code runs in the kernel (its Stop then interrupts the kernel)."""
+        self.widget.show_code_running(running)
+
     def restart(self) -> None:
         """The turn goes on in this view (a continued turn): running again, not shown again."""
         self.widget.start(stop=self._stop)

@@ -7,7 +7,41 @@
 // reader hears the end of the turn once (a polite status region), never each chunk; a call
 // waiting for approval takes the focus and is announced there once.
 
-function drawStep(step) {
+// The front end's widget manager gives the kernel (JupyterLab, Notebook 7) and the notebook
+// document (JupyterLab); elsewhere both are missing and Stop and "Insert below" do less.
+function kernelOf(model) {
+  const kernel = model.widget_manager && model.widget_manager.kernel;
+  return kernel && typeof kernel.interrupt === "function" ? kernel : null;
+}
+
+// The index of the cell whose outputs show this widget, in the notebook's shared model.
+function cellIndexOf(notebook, widgetId) {
+  if (!widgetId) return -1;
+  return notebook.cells.findIndex((cell) => cell.cell_type === "code" &&
+    JSON.stringify(cell.getOutputs ? cell.getOutputs() : []).includes(widgetId));
+}
+
+// Put `source` as a new code cell below the turn's cell; else copy it. What was done, in words.
+async function insertBelow(model, source) {
+  const context = model.widget_manager && model.widget_manager.context;
+  const notebook = context && context.model && context.model.sharedModel;
+  const index = notebook ? cellIndexOf(notebook, model.get("widget_id")) : -1;
+  if (index >= 0) {
+    const below = notebook.cells[index + 1];
+    if (below && below.getSource() === source) return "in the cell below"; // put there already
+    notebook.insertCell(index + 1, { cell_type: "code", source });
+    return "inserted below";
+  }
+  if (navigator.clipboard) {
+    await navigator.clipboard.writeText(source);
+    return "copied: paste it into a new cell";
+  }
+  return "select the code above to copy it";
+}
+
+const STOP_TITLE = "Stop this turn (what was received so far is kept); Esc does the same";
+
+function drawStep(step, model, inserted) {
   const box = el("details", "lnb-tool lnb-step");
   const state = toolState(step);
   const summary = el("summary");
@@ -19,6 +53,25 @@ function drawStep(step) {
   result.innerHTML = step.result;
   box.append(summary, el("div", "lnb-tool-label", "arguments"), args,
     el("div", "lnb-tool-label", "result"), result);
+  if (typeof step.insert === "string") { // a proposed cell: open, to be read and taken
+    box.open = true;
+    const insert = el("button", "lnb-insert", inserted.get(step.id) || "Insert below");
+    insert.type = "button";
+    insert.title = "Put this code in a new cell below the turn's cell (it is not run)";
+    insert.disabled = inserted.has(step.id);
+    insert.addEventListener("click", async () => {
+      insert.disabled = true;
+      let done;
+      try {
+        done = await insertBelow(model, step.insert);
+      } catch (error) {
+        done = "could not insert: select the code above to copy it";
+      }
+      inserted.set(step.id, done);
+      insert.textContent = done;
+    });
+    box.append(insert);
+  }
   return box;
 }
 
@@ -130,7 +183,7 @@ function render({ model, el: root }) {
   const stop = el("button", "lnb-stop");
   stop.type = "button";
   stop.append(icon("■"), "Stop");
-  stop.title = "Stop this turn (what was received so far is kept); Esc does the same";
+  stop.title = STOP_TITLE;
   stop.setAttribute("aria-keyshortcuts", "Escape");
   head.append(label, status, clock, tokens, stop);
   const note = el("div", "lnb-turn-note");
@@ -170,6 +223,10 @@ function render({ model, el: root }) {
     if (document.activeElement === stop) box.focus({ preventScroll: true }); // Stop goes away
     stop.disabled = true;
     model.send({ type: "stop" });
+    // The model's code holds the kernel's thread, so the message waits for it to end: the
+    // interrupt ends the code now, and the kernel then reads the message (sent first).
+    const kernel = model.get("code_running") ? kernelOf(model) : null;
+    if (kernel) kernel.interrupt().catch(() => {});
     return true;
   }
   stop.addEventListener("click", requestStop);
@@ -205,6 +262,10 @@ function render({ model, el: root }) {
     stop.hidden = !model.get("running");
     stop.disabled = !model.get("stoppable");
     box.classList.toggle("lnb-running", model.get("running"));
+    box.classList.toggle("lnb-code-running", model.get("code_running"));
+    stop.title = model.get("code_running")
+      ? "Stop this turn and the code it runs in the kernel (what it printed is kept); Esc does the same"
+      : STOP_TITLE;
     if (model.get("running") && timer === null) timer = setInterval(tick, 100);
     if (!model.get("running") && timer !== null) {
       clearInterval(timer);
@@ -236,8 +297,9 @@ function render({ model, el: root }) {
     if (offer.action && hadFocus) raise.focus({ preventScroll: true });
     else if (!offer.action && document.activeElement === raise) box.focus({ preventScroll: true });
   }
+  const inserted = new Map(); // step id -> what its "Insert below" did
   function drawSteps() {
-    steps.replaceChildren(...model.get("steps").map(drawStep));
+    steps.replaceChildren(...model.get("steps").map((step) => drawStep(step, model, inserted)));
   }
   // A new ask takes the focus and is announced once; once answered, the focus goes to the
   // next ask, else back where it was before the first one came (else the turn).
@@ -292,7 +354,7 @@ function render({ model, el: root }) {
   model.on("change:attachments", drawAttached);
   model.on("change:media", drawAttached);
   drawAttached();
-  const names = ["head", "status", "running", "stoppable", "tokens", "elapsed", "note"];
+  const names = ["head", "status", "running", "stoppable", "tokens", "elapsed", "note", "code_running"];
   for (const name of names) model.on(`change:${name}`, drawHead);
   model.on("change:steps", drawSteps);
   model.on("change:asks", drawAsks);

@@ -124,7 +124,7 @@ def test_propose_cell_sets_the_next_input_and_runs_nothing(ip):
     finally:
         del ip.set_next_input
     assert payloads == [("ran.append(1)", False)]
-    assert ip.user_ns["ran"] == [] and "not run" in said
+    assert ip.user_ns["ran"] == [] and "not run" in said.output
 
 
 def test_a_run_past_its_time_limit_stops_and_keeps_what_it_printed(ip):
