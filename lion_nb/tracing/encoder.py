@@ -10,7 +10,9 @@ every kind of span lion_nb makes). Anything else (links, a trace state, a mappin
 value, spans of several resources) goes to the SDK encoder unchanged.
 
 `LionSpanExporter` is the official OTLP/HTTP exporter with only its encoding step replaced:
-its HTTP client, retries, headers, compression and size limit are the exporter's own.
+its HTTP client, retries, headers, compression and size limit are the exporter's own. That
+step reads four of the exporter's own attributes; a release without them is not an error,
+its export runs as it ships (the SDK encoder's speed), and a test holds that.
 """
 
 from __future__ import annotations
@@ -147,8 +149,10 @@ def _fast(spans: Sequence[ReadableSpan]) -> bytes:
     first = spans[0]
     resource, scope = first.resource, first.instrumentation_scope
     if scope is None or any(
-        s.resource is not resource or s.instrumentation_scope is not scope for s in spans
-    ):
+        (s.resource is not resource and s.resource != resource)
+        or (s.instrumentation_scope is not scope and s.instrumentation_scope != scope)
+        for s in spans
+    ):  # equal ones are one resource and scope: the SDK encoder groups them so too
         raise _Unsupported("several resources or scopes")
     scope_body = b""
     if scope.name:
@@ -176,10 +180,17 @@ def encode_request(spans: Sequence[ReadableSpan]) -> bytes:
     return encode_spans(spans).SerializePartialToString()
 
 
+#: the exporter's own parts the direct path uses (it is the exporter's `export` without its
+#: encoding step); a version without one of them exports as it ships, only slower
+_EXPORTER_PARTS = ("_shutdown", "_metrics", "_max_request_size", "_client")
+
+
 class LionSpanExporter(OTLPSpanExporter):
-    """The OTLP/HTTP span exporter, encoding with `encode_request`."""
+    """The OTLP/HTTP span exporter, encoding with `encode_request` (where its parts allow)."""
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        if not all(hasattr(self, part) for part in _EXPORTER_PARTS):
+            return super().export(spans)  # an exporter laid out otherwise: its own way
         if self._shutdown:
             return SpanExportResult.FAILURE
         with self._metrics.export_operation(len(spans)) as result:

@@ -202,7 +202,10 @@ def enable(
         state.flush_timeout = float(flush_timeout)
         state.warned = False
         state.tracer = Tracer(
-            provider, capture_content=capture_content, max_chars=max_content_chars
+            provider,
+            capture_content=capture_content,
+            max_chars=max_content_chars,
+            processor=state.processor,  # ours alone on a provider we built
         )
         hooks.ACTIVE = state.tracer
         _hook_shell(state)

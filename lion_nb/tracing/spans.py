@@ -37,9 +37,18 @@ def current_trace_id() -> str | None:
 
 
 class Tracer:
-    """Makes lion_nb's spans on an OpenTelemetry ``TracerProvider``."""
+    """Makes lion_nb's spans on an OpenTelemetry ``TracerProvider``; with ``processor`` (the
+    only one of a provider lion_nb built), turns, model calls and tool calls are recorded
+    straight into the SDK's span records (`recorder.SpanRecorder`)."""
 
-    def __init__(self, provider: Any, *, capture_content: bool = False, max_chars: int = 4000):
+    def __init__(
+        self,
+        provider: Any,
+        *,
+        capture_content: bool = False,
+        max_chars: int = 4000,
+        processor: Any = None,
+    ):
         from .. import __version__
 
         self.provider = provider
@@ -47,9 +56,19 @@ class Tracer:
         self.max_chars = max_chars
         self.cell: tuple[Any, Any] = (None, None)  # (execution count, cell id) of the cell
         self._tracer = provider.get_tracer("lion_nb", __version__, schema_url=A.SCHEMA_URL)
+        self._recorder = None
+        if processor is not None:  # lion_nb's own provider: spans straight into records
+            from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+
+            from .recorder import SpanRecorder
+
+            scope = InstrumentationScope("lion_nb", __version__, A.SCHEMA_URL)
+            self._recorder = SpanRecorder(provider, processor, scope)
 
     def _start(self, name: str, kind: SpanKind, attrs: dict[str, Any]) -> Any:
         parent = _CURRENT.get()
+        if self._recorder is not None:
+            return self._recorder.start(name, kind, attrs, parent)
         context = None if parent is None else trace.set_span_in_context(parent)
         return self._tracer.start_span(name, context=context, kind=kind, attributes=attrs)
 

@@ -2,9 +2,12 @@
 
 Run: ``python tests/bench/bench_tracing.py``. The model is an OpenAI-compatible fake on
 127.0.0.1 and the spans go to lion_nb's loopback OTLP/HTTP collector; both run in a child
-process, so their CPU is not counted. Blocks of calls alternate traced and untraced, so a
-busy machine hits both alike; a traced block ends with `lion_nb.tracing.flush`, so the CPU
-of encoding and sending its spans (in the export thread) is counted in it. The figures are the
+process, so their CPU is not counted. Tracing is enabled once, as a notebook enables it, so
+neither side counts its set-up (the export thread, the collector's connection); an untraced
+block switches `tracing.hooks.ACTIVE` off, the one switch every traced call site reads.
+Blocks of calls alternate traced and untraced, so a busy machine hits both alike; a traced
+block ends with `lion_nb.tracing.flush`, so the CPU of encoding and sending its spans (in
+the export thread) is counted in it. The figures are the
 medians of the blocks' process CPU per call (``time.process_time``: every thread) and the
 ratio is the median of the rounds' traced/untraced ratios. The same is printed for the
 offline model, whose calls cost almost nothing, so the spans' own cost shows plainly (no
@@ -59,24 +62,29 @@ def _cpu_per_call(branch, collector_url: str) -> tuple[float, float, float]:
         for _ in range(BLOCK):
             await branch.communicate("What is the weather in Paris today?", clear_messages=True)
 
+    from lion_nb.tracing import hooks
+
+    tracing.enable(collector_url)  # once, as a notebook does: its set-up is counted in neither
+    tracer = hooks.ACTIVE
+
     def timed(traced: bool) -> float:
-        if traced:
-            tracing.enable(collector_url)
+        hooks.ACTIVE = tracer if traced else None  # what `enable` and `disable` switch
         start = time.process_time()
         anyio.run(block)
         if traced:
             tracing.flush(10)  # the export thread's work for this block counts here
         spent = time.process_time() - start
-        tracing.disable()
         return spent / BLOCK
 
     anyio.run(block)  # warm: connections, caches, first imports
+    tracing.flush(10)
     traced, untraced = [], []
     for n in range(ROUNDS):
         first = n % 2 == 0
         a, b = timed(first), timed(not first)
         traced.append(a if first else b)
         untraced.append(b if first else a)
+    tracing.disable()
     ratios = [t / u for t, u in zip(traced, untraced, strict=True)]
     return statistics.median(traced), statistics.median(untraced), statistics.median(ratios)
 

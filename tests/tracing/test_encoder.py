@@ -111,3 +111,16 @@ def test_what_is_not_written_here_goes_to_the_sdk_encoder():
     spans = memory.get_finished_spans()
     assert encode_request(spans) == sdk_bytes(spans)
     assert encode_request([]) == sdk_bytes([])
+
+
+def test_the_installed_exporter_has_every_part_the_direct_path_reads(collector):
+    """A release that moves one of them exports the SDK's slower way (`LionSpanExporter`
+    checks); this test says so first."""
+    from lion_nb.tracing.encoder import _EXPORTER_PARTS, LionSpanExporter
+
+    exporter = LionSpanExporter(endpoint=f"{collector.endpoint}/v1/traces")
+    assert [part for part in _EXPORTER_PARTS if not hasattr(exporter, part)] == []
+    provider, memory = recording()
+    provider.get_tracer("lion_nb").start_span("sent directly").end()
+    assert exporter.export(memory.get_finished_spans()).name == "SUCCESS"
+    assert [s.name for s in collector.wait_for(1)] == ["sent directly"]
