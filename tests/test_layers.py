@@ -176,6 +176,7 @@ LAYERS: dict[str, list[set[str]]] = {
         # the base: imports nothing of lion_nb but `errors`
         {
             "_callables",
+            "_files",
             "_lazy",
             "_sentinel",
             "errors",

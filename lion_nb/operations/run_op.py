@@ -66,7 +66,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
@@ -618,10 +617,9 @@ def _open_buffer(path: Path) -> Any:
 
 
 def _write_json_atomically(path: Path, data: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, ensure_ascii=False, default=str), encoding="utf-8")
-    os.replace(tmp, path)
+    from .._files import write_atomically
+
+    write_atomically(path, json.dumps(data, ensure_ascii=False, default=str))
 
 
 # -- collection ----------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ import re
 from pathlib import Path
 from typing import Any, Protocol
 
+from .._files import write_atomically
 from ..errors import ConfigurationError
 
 __all__ = [
@@ -79,9 +80,8 @@ class FileRecords:
         ensure_dir(self.folder.parent)  # a store folder made here ignores itself in git
         self.folder.mkdir(parents=True, exist_ok=True)
         path = self._path(record["batch_id"])
-        tmp = _unique_tmp(path)  # saves from two threads must not share one file
-        tmp.write_text(json.dumps(record, ensure_ascii=False, default=str), encoding="utf-8")
-        os.replace(tmp, path)
+        # saves from two threads never share a temporary file
+        write_atomically(path, json.dumps(record, ensure_ascii=False, default=str))
 
     def load(self, batch_id: str) -> dict[str, Any]:
         path = self._path(batch_id)
@@ -138,11 +138,9 @@ class FileRecords:
         ensure_dir(self.folder.parent)
         self.folder.mkdir(parents=True, exist_ok=True)
         path = self._path(batch_id).with_suffix(".items.jsonl")
-        tmp = _unique_tmp(path)
-        with tmp.open("w", encoding="utf-8") as out:
-            for row in rows:
-                out.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
-        os.replace(tmp, path)
+        write_atomically(
+            path, (json.dumps(row, ensure_ascii=False, default=str) + "\n" for row in rows)
+        )
 
     def read_lines(self, batch_id: str) -> Any:
         """The lines `save_lines` wrote, one at a time (none when there are none)."""
@@ -161,14 +159,6 @@ def book_for(session: Any) -> RecordBook:
     if records is not None:
         return records
     return FileRecords()
-
-
-def _unique_tmp(path: Path) -> Path:
-    """A temporary file beside ``path`` that no concurrent writer shares: writers sharing
-    one name interleave their bytes, and the record read back is two records in one."""
-    import uuid
-
-    return path.with_name(f"{path.name}.{uuid.uuid4().hex[:12]}.tmp")
 
 
 # -- saving keyword arguments ----------------------------------------------------------------------

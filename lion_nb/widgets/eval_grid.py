@@ -17,9 +17,12 @@ Decisions:
   compact table of marks (a few bytes a cell); the answers and reasons of a cell are sent
   when it is opened (``selected`` → ``detail``), so a 600-cell grid costs no answer text
   until it is read.
-- **Paged rows.** The state holds one page of cases (``page_size``, default 200) and the
-  counts (``total_cases``, ``page``); ``selected`` is a row of the page. `next_page` /
-  `previous_page` / `show_page` move it, so the state is bounded whatever the case count.
+- **Paged rows, filtered in the kernel.** The filter is applied here, to every case, and
+  the state holds one page of the cases it lets through (``page_size``, default 200), with
+  the counts (``total_cases``, ``shown_cases``, ``page``); ``selected`` is a row of that
+  page. `next_page` / `previous_page` / `show_page` (and the grid's own page buttons) move
+  it, and a new filter starts at its first page, so the state is bounded whatever the case
+  count and a filter finds its rows on every page, not only on the one shown.
 - **Static renderings** hold the marks as they are when the grid is displayed (no times);
   a grid made for a running cell (``live=True``) has empty ones, as the batch progress
   has: the cell shows the finished results as their own output.
@@ -66,6 +69,7 @@ class EvalGrid(StaticFallback, anywidget.AnyWidget):
     page = traitlets.Int(0).tag(sync=True)  # which page of ``page_size`` cases is shown
     page_size = traitlets.Int(200).tag(sync=True)
     total_cases = traitlets.Int(0).tag(sync=True)
+    shown_cases = traitlets.Int(0).tag(sync=True)  # the cases the filter lets through
 
     def __init__(
         self,
@@ -81,13 +85,16 @@ class EvalGrid(StaticFallback, anywidget.AnyWidget):
         self.run = run
         self._compare = compare
         self._grid: Any = None
+        self._page_rows: list[int] = []  # the grid's rows shown on the page, in order
+        self._stale = True  # the run changed since the grid was built
         self._subscription: Any = None
         self._throttle = Throttle(self._flush, max_rate)
         self.observe(self._on_selected, names="selected")
         self.observe(lambda _change: self._throttle.flush(), names=["page", "page_size"])
+        self.observe(self._on_filter, names="filter")
         on_change = getattr(run, "on_change", None)
         if callable(on_change) and not getattr(run, "ended", True):
-            self._subscription = _Cancel(on_change(lambda _run: self._throttle.poke()))
+            self._subscription = _Cancel(on_change(lambda _run: self._run_changed()))
         self._throttle.flush()
 
     def _changes(self) -> Any:
@@ -95,23 +102,33 @@ class EvalGrid(StaticFallback, anywidget.AnyWidget):
             return self.run.compare(self._compare)
         return getattr(self.run, "changes", None)
 
+    def _run_changed(self) -> None:
+        self._stale = True
+        self._throttle.poke()
+
     def _flush(self) -> None:
         run = self.run
-        grid = self._grid = build_grid(run, self._changes())
+        if self._stale or self._grid is None:  # a new page or filter reuses the grid
+            self._stale = False
+            self._grid = build_grid(run, self._changes())
+        grid = self._grid
         progress = getattr(run, "progress", None)
         ended, total = progress() if callable(progress) else (len(run.rows), len(run.rows))
         state = getattr(run, "state", "finished")
         size = max(1, self.page_size)
-        last = max(0, (len(grid.labels) - 1) // size)
+        rows = grid.shown_rows(self.filter)
+        last = max(0, (len(rows) - 1) // size)
         start = min(max(0, self.page), last) * size
+        self._page_rows = rows[start : start + size]
         with self.hold_sync():
             self.title = str(getattr(run, "name", "") or "evaluation")
             self.columns = grid.columns
             self.total_cases = len(grid.labels)
+            self.shown_cases = len(rows)
             if self.page != start // size:
                 self.page = start // size
-            self.case_labels = grid.labels[start : start + size]
-            self.marks = grid.marks[start : start + size]
+            self.case_labels = [grid.labels[r] for r in self._page_rows]
+            self.marks = [grid.marks[r] for r in self._page_rows]
             self.has_changes = grid.has_changes
             status = f"{ended}/{total} cells" + ("" if state == "finished" else f" · {state}")
             errors = run.errors()
@@ -126,11 +143,18 @@ class EvalGrid(StaticFallback, anywidget.AnyWidget):
         value = change["new"]
         self.detail = (call_safely(self._detail, *value) or {}) if len(value) == 2 else {}
 
+    def _on_filter(self, _change: dict[str, Any]) -> None:
+        """A new filter: its first page, nothing selected (a row number means another case)."""
+        with self.hold_sync():
+            self.selected = []
+            self.page = 0
+        self._throttle.flush()
+
     # -- paging ----------------------------------------------------------------------------------
     @property
     def pages(self) -> int:
-        """How many pages of ``page_size`` cases the grid has (at least one)."""
-        return max(1, -(-self.total_cases // max(1, self.page_size)))
+        """How many pages of ``page_size`` cases the filter lets through (at least one)."""
+        return max(1, -(-self.shown_cases // max(1, self.page_size)))
 
     def show_page(self, page: int) -> None:
         """Show page ``page`` (clamped to the pages there are); the selection is cleared."""
@@ -144,10 +168,10 @@ class EvalGrid(StaticFallback, anywidget.AnyWidget):
         self.show_page(self.page - 1)
 
     def _detail(self, r: int, c: int) -> dict[str, Any]:
-        r += self.page * max(1, self.page_size)  # a row of the page shown
         grid = self._grid
-        if grid is None or not (0 <= r < len(grid.cells) and 0 <= c < len(grid.columns)):
+        if grid is None or not (0 <= r < len(self._page_rows) and 0 <= c < len(grid.columns)):
             return {}
+        r = self._page_rows[r]  # the page's row r is this row of the whole grid
         entries = [
             {
                 "repeat": row.repeat,
@@ -161,7 +185,7 @@ class EvalGrid(StaticFallback, anywidget.AnyWidget):
         return {"title": f"{grid.labels[r]} — {grid.columns[c]}", "entries": entries}
 
     def shown_rows(self) -> list[int]:
-        """The rows the filter lets through (the front end applies the same rule)."""
+        """The rows of the whole grid the filter lets through (every page's)."""
         return self._grid.shown_rows(self.filter)
 
     def close(self) -> None:
@@ -176,7 +200,7 @@ class EvalGrid(StaticFallback, anywidget.AnyWidget):
 
     def grid_text(self) -> str:
         """The grid as text: the rows the filter lets through."""
-        head = f"EvalGrid({self.title!r}, {len(self.case_labels)} cases × {len(self.columns)})"
+        head = f"EvalGrid({self.title!r}, {self.total_cases} cases × {len(self.columns)})"
         errors = self.run.errors()
         if errors is not None:
             head += "\n" + "; ".join(clip(text, 300) for text in errors)

@@ -146,3 +146,55 @@ def test_the_grid_renders_live_filters_and_opens_a_cell(lab_page, jupyter_server
         assert unnamed_controls(page) == ([], []), theme
     set_theme(page, "JupyterLab Light")
     assert page_log.foreign() == []
+
+
+PAGED = """\
+await run
+paged = EvalGrid(run, page_size=5)
+paged
+"""
+
+
+def test_the_grid_pages_and_its_filter_finds_rows_on_every_page(lab_page, jupyter_server):
+    page = lab_page
+    (jupyter_server.root / "go-eval").write_text("")  # every case answers at once
+    notebook = new_notebook(SETUP, START.replace("grid\n", ""), PAGED)
+    open_notebook(page, jupyter_server, "evalgrid-pages.ipynb", notebook)
+    run_cell(page, 0)
+    run_cell(page, 1)
+    run_cell(page, 2)
+    out = cell_output(page, 2)
+    pager = out.locator(".lnb-evalgrid-pager")
+    pager.wait_for(timeout=30_000)
+
+    def labels() -> list[str]:
+        heads = out.locator(".lnb-evalgrid-row:not(.lnb-evalgrid-header) [role=rowheader]")
+        return [h.inner_text().split(":")[0] for h in heads.all() if h.is_visible()]
+
+    assert "cases 1–5 of 50 · page 1 of 10" in pager.inner_text()
+    assert labels() == ["c0", "c1", "c2", "c3", "c4"]
+    assert out.locator(".lnb-evalgrid-previous").is_disabled()
+    out.locator(".lnb-evalgrid-next").click()
+    out.locator(".lnb-evalgrid-next").click()
+    out.get_by_role("rowheader", name=re.compile("^c10:")).wait_for(timeout=10_000)
+    assert labels() == ["c10", "c11", "c12", "c13", "c14"]
+    assert "cases 11–15 of 50 · page 3 of 10" in pager.inner_text()
+
+    out.get_by_text("show differences only").click()  # rows 11, 12 (this page) and 20 (page 5)
+    out.get_by_role("rowheader", name=re.compile("^c20:")).wait_for(timeout=10_000)
+    assert labels() == ["c11", "c12", "c20"]
+    assert pager.is_hidden()  # three cases: one page
+    screenshot(page, "lab-evalgrid-paged-differences", element=out)
+
+    out.get_by_text("show differences only").click()
+    out.get_by_role("rowheader", name=re.compile("^c0:")).wait_for(timeout=10_000)
+    assert labels() == ["c0", "c1", "c2", "c3", "c4"]  # a new filter: its first page
+    out.locator(".lnb-evalgrid-next").click()
+    out.get_by_role("rowheader", name=re.compile("^c5:")).wait_for(timeout=10_000)
+    out.locator("[role=gridcell]").nth(1).click()  # the page's first row: case 5
+    detail = out.locator(".lnb-evalgrid-detail")
+    detail.get_by_text("c5: 5 — short × B").wait_for(timeout=10_000)
+    assert unnamed_controls(page) == ([], [])
+    low = [t for t in text_contrast(page) if t["ratio"] < t["need"]]
+    assert low == [] and axe_violations(page) == []
+    screenshot(page, "lab-evalgrid-paged", element=out)

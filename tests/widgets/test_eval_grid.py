@@ -65,7 +65,8 @@ def test_marks_filters_and_the_detail_of_a_cell():
     grid.filter = "differences"
     assert grid.shown_rows() == [1, 4]
     assert "c0:" not in grid.static_text() and "c1:" in grid.static_text()
-    grid.selected = [4, 1]
+    assert [label.split(":")[0] for label in grid.case_labels] == ["c1", "c4"]  # this page
+    grid.selected = [1, 1]  # the page's second row: case 4
     detail = grid.detail
     assert detail["title"] == "c4: question 4 — prompt × B"
     (entry,) = detail["entries"]
@@ -187,3 +188,16 @@ def test_a_grid_of_5000_cells_syncs_one_page_and_pages_to_the_right_cells():
     assert grid.page == 24 and grid.case_labels[-1] == "c2499: 2499"
     grid.previous_page()
     assert grid.page == 23
+
+    # the filter runs over every case, not the page shown: A fails every 7th case, B none,
+    # so "differences" is those 358 cases, on 4 pages of 100, the first page first
+    grid.filter = "differences"
+    assert grid.page == 0 and grid.shown_cases == 358 and grid.pages == 4
+    assert grid.total_cases == 2_500 and len(grid.marks) == 100
+    assert grid.case_labels[:3] == ["c0: 0", "c7: 7", "c14: 14"]
+    grid.show_page(3)
+    assert grid.case_labels[-1] == "c2499: 2499" and len(grid.marks) == 58
+    grid.selected = [57, 0]
+    assert grid.detail["title"] == "c2499: 2499 — prompt × A"
+    grid.filter = "all"
+    assert grid.page == 0 and grid.selected == [] and grid.shown_cases == 2_500

@@ -142,9 +142,9 @@ class OfflineAgent:
             return
         path = os.path.join(self._folder(state["cwd"]), f"{session_id}.json")
         keep = {k: state[k] for k in ("prompts", "carried", "answers")}
-        with open(f"{path}.tmp", "w", encoding="utf-8") as f:
-            f.write(json.dumps(keep))
-        os.replace(f"{path}.tmp", path)
+        from ..._files import write_atomically
+
+        write_atomically(path, json.dumps(keep))
 
     # Any: the SDK's agent-side signature; its schema objects are imported lazily
     async def load_session(

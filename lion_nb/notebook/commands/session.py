@@ -287,23 +287,14 @@ def _save(ctx: CommandContext, args: Namespace) -> None:
         "active": state.active,
         "session": _scrub_data(state.session.to_dict(mode="json")),
     }
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        tmp.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
-        os.replace(tmp, path)
+    from ..._files import write_atomically
+
+    try:  # a folder that is not there is the user's to make: the error says so
+        write_atomically(path, json.dumps(data, ensure_ascii=False), make_folder=False)
     except OSError as exc:
-        if _removable(tmp):
-            tmp.unlink()
         where = f" {args.path}" if args.path else ""
         raise UsageError(f"`%lion save{where}`: {file_problem(exc, path, writing=True)}") from None
     print(f"Saved {len(state.session.branches)} branch(es) to `{path}`.")
-
-
-def _removable(tmp: Path) -> bool:
-    try:
-        return tmp.is_file()
-    except OSError:
-        return False
 
 
 def _scrub_data(value: Any) -> Any:

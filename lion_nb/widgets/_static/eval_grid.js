@@ -47,8 +47,46 @@ function render({ model, el: root }) {
   detail.setAttribute("aria-live", "polite");
   detail.setAttribute("aria-label", "the opened cell");
   const empty = el("div", "lnb-evalgrid-empty");
-  box.append(head, controls, scroller, empty, detail);
+  // One page of the cases the filter lets through is here; the kernel sends another page.
+  const pager = el("div", "lnb-evalgrid-pager");
+  pager.setAttribute("role", "group");
+  pager.setAttribute("aria-label", "pages of cases");
+  const previous = el("button", "lnb-evalgrid-previous", "◀ previous");
+  const where = el("span", "lnb-evalgrid-where");
+  where.setAttribute("aria-live", "polite");
+  const next = el("button", "lnb-evalgrid-next", "next ▶");
+  previous.type = next.type = "button";
+  pager.append(previous, where, next);
+  box.append(head, controls, scroller, empty, pager, detail);
   root.append(box);
+
+  function pages() {
+    const size = Math.max(1, model.get("page_size"));
+    return Math.max(1, Math.ceil(model.get("shown_cases") / size));
+  }
+  function turnPage(step) {
+    const page = Math.min(Math.max(0, model.get("page") + step), pages() - 1);
+    if (page === model.get("page")) return;
+    focus = [0, focus[1]];
+    model.set("page", page);
+    model.set("selected", []);
+    model.save_changes();
+  }
+  previous.addEventListener("click", () => turnPage(-1));
+  next.addEventListener("click", () => turnPage(1));
+  function drawPager() {
+    const size = Math.max(1, model.get("page_size"));
+    const shownCases = model.get("shown_cases");
+    const page = model.get("page");
+    const total = model.get("total_cases");
+    pager.hidden = pages() <= 1;
+    previous.disabled = page <= 0;
+    next.disabled = page >= pages() - 1;
+    const first = shownCases ? page * size + 1 : 0;
+    const last = Math.min(shownCases, (page + 1) * size);
+    const of = shownCases === total ? `${total}` : `${shownCases} shown of ${total}`;
+    where.textContent = ` cases ${first}–${last} of ${of} · page ${page + 1} of ${pages()} `;
+  }
 
   let focus = [0, 0]; // [row, column] of the cell in the tab order
 
@@ -205,7 +243,10 @@ function render({ model, el: root }) {
     detail.replaceChildren(...nodes);
   }
 
-  const redraw = () => drawGrid();
+  const redraw = () => {
+    drawGrid();
+    drawPager();
+  };
   model.on("change:marks", redraw);
   model.on("change:filter", redraw);
   model.on("change:columns", redraw);
@@ -213,14 +254,21 @@ function render({ model, el: root }) {
     status.textContent = ` · ${model.get("status")}`;
   });
   model.on("change:has_changes", redraw);
+  model.on("change:page", drawPager);
+  model.on("change:shown_cases", drawPager);
+  model.on("change:total_cases", drawPager);
   model.on("change:detail", drawDetail);
   drawGrid();
+  drawPager();
   drawDetail();
   return () => {
     model.off("change:marks", redraw);
     model.off("change:filter", redraw);
     model.off("change:columns", redraw);
     model.off("change:has_changes", redraw);
+    model.off("change:page", drawPager);
+    model.off("change:shown_cases", drawPager);
+    model.off("change:total_cases", drawPager);
     model.off("change:detail", drawDetail);
   };
 }
