@@ -13,10 +13,7 @@ from __future__ import annotations
 import anyio
 import pytest
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
@@ -24,6 +21,7 @@ from lion_nb import Session
 from lion_nb.tracing import hooks
 from lion_nb.tracing.encoder import _fast, encode_request
 from lion_nb.tracing.spans import Tracer
+from tests.tracing.test_encoder import recording as _provider  # a provider keeping its spans
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -51,15 +49,6 @@ class Kept:
 
     def on_end(self, span) -> None:
         self.spans.append(span)
-
-
-def _provider():
-    memory = InMemorySpanExporter()
-    provider = TracerProvider(
-        resource=Resource.create({"service.name": "lion_nb"}), shutdown_on_exit=False
-    )
-    provider.add_span_processor(SimpleSpanProcessor(memory))
-    return provider, memory
 
 
 @pytest.fixture
