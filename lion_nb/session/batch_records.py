@@ -78,9 +78,8 @@ class FileRecords:
         from ..store_location import ensure_dir
 
         ensure_dir(self.folder.parent)  # a store folder made here ignores itself in git
-        self.folder.mkdir(parents=True, exist_ok=True)
         path = self._path(record["batch_id"])
-        # saves from two threads never share a temporary file
+        # makes the folder; saves from two threads never share a temporary file
         write_atomically(path, json.dumps(record, ensure_ascii=False, default=str))
 
     def load(self, batch_id: str) -> dict[str, Any]:
@@ -136,7 +135,6 @@ class FileRecords:
         from ..store_location import ensure_dir
 
         ensure_dir(self.folder.parent)
-        self.folder.mkdir(parents=True, exist_ok=True)
         path = self._path(batch_id).with_suffix(".items.jsonl")
         write_atomically(
             path, (json.dumps(row, ensure_ascii=False, default=str) + "\n" for row in rows)

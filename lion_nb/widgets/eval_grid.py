@@ -145,10 +145,11 @@ class EvalGrid(StaticFallback, anywidget.AnyWidget):
 
     def _on_filter(self, _change: dict[str, Any]) -> None:
         """A new filter: its first page, nothing selected (a row number means another case)."""
-        with self.hold_sync():
-            self.selected = []
-            self.page = 0
-        self._throttle.flush()
+        self.selected = []
+        if self.page != 0:
+            self.page = 0  # its observer shows the page: one build of it, not two
+        else:
+            self._throttle.flush()
 
     # -- paging ----------------------------------------------------------------------------------
     @property

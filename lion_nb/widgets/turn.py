@@ -231,8 +231,7 @@ class TurnWidget(anywidget.AnyWidget):
 
     def show_code_running(self, running: bool) -> None:
         """The model's code started (``True``) or ended running in this kernel."""
-        if self.code_running != running:
-            self.code_running = running
+        self.code_running = running  # the front end hears of a change only
 
     def branch_total(self, cost: Any) -> None:
         """Show the branch's running total (a `Cost`) after the turn's own figures."""
