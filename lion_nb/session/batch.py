@@ -50,7 +50,6 @@ import time
 import weakref
 from collections import Counter, deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ..errors import BudgetExceeded, ConfigurationError
@@ -59,6 +58,7 @@ from ..runtime.budget import budget_scope
 from ..runtime.observer import Observers
 from ._batch_items import Price, as_items, describe, message_cost, render, shape_output
 from .batch_progress import Progress, count_parts
+from .batch_results import ItemResult, ItemTable
 from .batch_rows import LIVE_ITEMS
 
 if TYPE_CHECKING:
@@ -86,48 +86,6 @@ ENDED_STATES = frozenset({"finished", "stopped", "failed", "detached"})
 _END = object()
 #: inputs read as the run goes (`batch_sources`): their done items are not kept
 _STREAMED = frozenset({"file", "polars", "iterator"})
-
-
-@dataclass(slots=True, eq=False)
-class ItemResult:
-    """One item: its state, value or error, tokens, cost and time; its branch on demand."""
-
-    index: int
-    item: Any
-    status: str = "pending"  # pending | running | done | failed | stopped
-    value: Any = None
-    error: BaseException | None = None
-    live: Any = None  # the item's Branch while it runs (or kept: `BatchRun.keeps_branches`)
-    tokens: int = 0
-    cost_usd: float | None = 0.0
-    duration: float | None = None
-    attempts: int = 0
-    custom_id: str | None = None  # its request's id in a provider batch
-    reason: str | None = None  # why a pending item was not started ("not started (budget)")
-    run: Any = field(default=None, repr=False)
-
-    @property
-    def branch(self) -> Any:
-        """The item's Branch: the live one while it runs, else made from its row."""
-        if self.live is not None or self.run is None:
-            return self.live
-        return self.run.branch(self.index)
-
-    @branch.setter
-    def branch(self, value: Any) -> None:
-        self.live = value
-
-    @property
-    def label(self) -> str:
-        return describe(self.item)
-
-    @property
-    def error_text(self) -> str | None:
-        if self.error is None:
-            return None
-        from ..models.secrets import redact
-
-        return redact(f"{type(self.error).__name__}: {self.error}")
 
 
 class BatchRun:
@@ -220,7 +178,7 @@ class BatchRun:
         self.concurrency = concurrency
         self._model = model
         self._data, self._kind = data, kind
-        self.items = [ItemResult(i, item, run=self) for i, item in enumerate(items)]
+        self.items = ItemTable(self, items)  # columns, one view per item read (`batch_results`)
         from .batch_rows import ItemRows
 
         self.rows = ItemRows(session, name)
@@ -253,7 +211,7 @@ class BatchRun:
         A run that has ended runs again only through `retry`."""
         if (self._task is not None or self.state == "stopped") and self._queued is None:
             return self
-        indices = self._queued if self._queued is not None else [r.index for r in self.items]
+        indices = self._queued if self._queued is not None else list(range(len(self.items)))
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
@@ -335,7 +293,7 @@ class BatchRun:
             raise ConfigurationError(
                 f"`{self.name}` is still running: `await` it or `stop()` it before a retry."
             )
-        indices = [r.index for r in self.items if r.status in ("failed", "stopped", "pending")]
+        indices = list(self.items.with_status("failed", "stopped", "pending"))
         for index in indices:
             self._reset(self.items[index])
         self._queued = indices
@@ -403,8 +361,7 @@ class BatchRun:
         if item is _END:
             self._source = None
             return None
-        result = ItemResult(len(self.items), item, run=self)
-        self.items.append(result)
+        result = self.items.append(item)
         self._counts["pending"] += 1
         return result.index
 
@@ -571,10 +528,11 @@ class BatchRun:
 
     def _recount(self) -> None:
         """Totals from scratch (after a retry reset some items)."""
-        ended = [r for r in self.items if r.status not in ("pending", "running")]
+        ended = [self.items[i] for i in self.items.with_status("done", "failed", "stopped")]
         self._tokens = sum(r.tokens for r in ended)
         costs = [r.cost_usd for r in ended]
-        self._cost = None if any(c is None for c in costs) else float(sum(costs))  # type: ignore[arg-type]
+        priced = [c for c in costs if c is not None]
+        self._cost = float(sum(priced)) if len(priced) == len(costs) else None
 
     def _finished(self) -> int:
         return self._counts["done"] + self._counts["failed"] + self._counts["stopped"]
@@ -604,9 +562,7 @@ class BatchRun:
             cost_usd=self._cost if self._finished() else None,
             elapsed=elapsed,
             eta=eta,
-            not_started=(
-                sum(1 for r in self.items if r.reason) if self._budget_hit is not None else 0
-            ),
+            not_started=(len(self.items.reasons) if self._budget_hit is not None else 0),
         )
 
     # -- observers -------------------------------------------------------------------------------
@@ -621,11 +577,11 @@ class BatchRun:
     @property
     def results(self) -> list[Any]:
         """Values in input order (``None`` where an item has no value)."""
-        return [r.value if r.status == "done" else None for r in self.items]
+        return self.items.results()
 
     @property
     def failures(self) -> list[ItemResult]:
-        return [r for r in self.items if r.status == "failed"]
+        return [self.items[i] for i in self.items.with_status("failed")]
 
     @property
     def errors(self) -> dict[int, str]:
@@ -642,7 +598,9 @@ class BatchRun:
     def output(self) -> Any:
         """The results as a list, or as a new ``column`` of a copy of the DataFrame/Series
         (a frame of ``index`` and ``column`` for a file or a polars frame)."""
-        errors = [r.error_text if r.status == "failed" else None for r in self.items]
+        errors: list[str | None] = [None] * len(self.items)
+        for result in self.failures:
+            errors[result.index] = result.error_text
         if self._kind == "iterator":
             return self.results
         if self._kind in _STREAMED:
@@ -654,11 +612,10 @@ class BatchRun:
     def discard(self) -> None:
         """Forget the items' branches and rows, and the run leaves the session's list of
         runs (the results stay on this run)."""
-        for result in self.items:
-            live = result.live
-            if live is not None and live.id in self.session:
+        for live in list(self.items.live.values()):
+            if live.id in self.session:
                 self.session.remove_branch(live)
-            result.live = None
+        self.items.live.clear()
         self.rows.drop()
         forget_run(self.session, self)
 

@@ -43,8 +43,10 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass
+from itertools import chain, pairwise
 from typing import Any
 from uuid import UUID, uuid4
 
@@ -59,7 +61,7 @@ from ..errors import (
 from ..models.endpoints.base import APIEndpoint, ChatRequest, ModelResponse
 from ..runtime.budget import budget_scope
 from ._batch_items import render
-from .batch import BatchRun, ItemResult
+from .batch import _STREAMED, BatchRun, ItemResult
 from .batch_records import VERSION, book_for, jsonable, price_pair, saved_kwargs
 from .batch_rows import LIVE_ITEMS
 
@@ -111,7 +113,7 @@ class _Replay(APIEndpoint):
 class Part:
     """One provider batch of a job: its items (by index), its id and last status."""
 
-    indices: list[int]
+    indices: Sequence[int]  # a range when they follow one another
     batch_id: str | None = None
     status: Any = None  # the last BatchStatus seen
     collected: bool = False
@@ -158,6 +160,9 @@ class ProviderRun(BatchRun):
         self.job_id = f"job-{str(self.session.id)[:8]}-{self.name}-{uuid4().hex[:8]}"
         self._prompts: dict[int, str] = {}  # a resumed run's prompts (else rendered again)
         self._branch_ids: dict[int, str] = {}  # a resumed run's item branch ids
+        #: a fresh item's branch id is this random UUID with its index in the low bits
+        #: (`_item_id`): a million sent items keep no id each while they wait
+        self._id_base = uuid4().int
         self._submitted: Any = None  # an anyio Event set once the provider has a batch
         self._cancel_sent = False
         self._names: dict[int, str] = {}  # a resumed run's item names, when not `run[i]`
@@ -193,15 +198,10 @@ class ProviderRun(BatchRun):
         self._t0, self._finished_at_t0 = time.monotonic(), self._finished()
         self._changed()
         try:
-            from collections import deque
-
-            while self._source is not None:  # a provider batch is sent whole: read it all
-                added = self._next_index(deque())
-                if added is not None:
-                    indices.append(added)
-            unsent = [i for i in indices if self.items[i].status == "pending"]
-            if unsent:
-                await self._submit(unsent)
+            unsent = self._to_send(indices)
+            first = next(unsent, None)
+            if first is not None:
+                await self._submit(chain((first,), unsent))
             if any(not p.collected and p.batch_id for p in self.parts):
                 await self._watch()
             halted = self._stop_requested or self._budget_hit is not None
@@ -228,6 +228,26 @@ class ProviderRun(BatchRun):
 
     error: BaseException | None = None
 
+    def _to_send(self, indices: list[int]) -> Iterator[int]:
+        """The items to send: those queued and pending, then a streamed input's rows as they
+        are read (each provider batch is sent once it is full, so the input is never held
+        whole)."""
+        from collections import deque
+
+        for index in indices:
+            if self.items[index].status == "pending":
+                yield index
+        queue: deque[int] = deque()
+        while self._source is not None:
+            added = self._next_index(queue)
+            if added is None:
+                return
+            yield added
+
+    @property
+    def _streamed(self) -> bool:
+        return self._kind in _STREAMED
+
     async def submit(self) -> str | None:
         """Wait until the provider has the first batch; its id (``None`` if nothing was
         sent). `batch_ids` has every batch of the job once `wait` returns."""
@@ -241,7 +261,7 @@ class ProviderRun(BatchRun):
             raise self.error
         return self.batch_id
 
-    async def _submit(self, indices: list[int]) -> None:
+    async def _submit(self, indices: Iterable[int]) -> None:
         """Capture each item's request and send them in as many provider batches as the
         provider's limits require, a few submissions at once, as each batch fills."""
         import anyio.lowlevel
@@ -288,11 +308,16 @@ class ProviderRun(BatchRun):
             result.error = exc
             self._finish(result, "failed", time.perf_counter())
             return None
-        self._branch_ids[index] = str(branch.id)
         LIVE_ITEMS.discard(str(branch.id))
         result.live = None  # made again from the snapshot, under its id, when collected
         result.custom_id = f"item-{index}"
         return result.custom_id, request
+
+    def _item_id(self, index: int) -> str:
+        """Item ``index``'s branch id: saved (a resumed run), else made from the run's base
+        (a version-4 UUID stays one: the index only changes its last 48 random bits)."""
+        saved = self._branch_ids.get(index)
+        return saved if saved is not None else str(UUID(int=self._id_base ^ index))
 
     def _prompt(self, result: ItemResult) -> str:
         saved = self._prompts.get(result.index)
@@ -316,7 +341,7 @@ class ProviderRun(BatchRun):
         requests, sent = self._within_budget(requests, sent)
         if not requests:
             return
-        part = Part([r.index for r in sent])
+        part = Part(_compact([r.index for r in sent]))
         self.parts.append(part)
         tg.start_soon(self._submit_part, part, requests, sent, limiter)
 
@@ -335,9 +360,14 @@ class ProviderRun(BatchRun):
         part.batch_id, part.status = status.id, status
         self.state = "submitted"
         with anyio.CancelScope(shield=True):  # recorded before anything else can stop it
-            await self._save(self._make_record(part, sent))
+            saved = await self._save(self._make_record(part, sent))
             await self._save_job()
+        if saved and self._streamed:  # the record keeps each item and prompt: not kept here
+            for result in sent:
+                result.item = None
         for result in sent:
+            if result.custom_id == f"item-{result.index}":
+                result.custom_id = None  # made again from the index when the answers come
             self._set_status(result, "running")  # at the provider
         if self._submitted is not None:
             self._submitted.set()
@@ -437,13 +467,16 @@ class ProviderRun(BatchRun):
         status = part.status
         self.state = "collecting"
         self._changed()
+        if self._streamed:
+            await self._load_prompts(part)
         mine = (self.items[i] for i in part.indices)
-        waiting = {r.custom_id: r for r in mine if r.status == "running" and r.custom_id}
+        waiting = {r.custom_id or f"item-{r.index}": r for r in mine if r.status == "running"}
         async with aclosing(self.service.results(status)) as outcomes:
             async for outcome in outcomes:
                 result = waiting.pop(outcome.custom_id, None)
                 if result is None:  # not one of ours, or a repeated line
                     continue
+                result.custom_id = None  # answered: a resumed item's saved id is let go
                 result.live = self._item_at_provider(result)
                 if outcome.cancelled:  # never ran: stopped, not failed
                     self._finish(result, "stopped", time.perf_counter())
@@ -471,7 +504,7 @@ class ProviderRun(BatchRun):
 
         index = result.index
         base = self._base
-        branch_id = self._branch_ids.pop(index)
+        branch_id = self._branch_ids.pop(index, None) or self._item_id(index)
         branch = Branch(
             id=UUID(branch_id),
             name=self._names.pop(index, None) or f"{self.name}[{index}]",
@@ -538,6 +571,7 @@ class ProviderRun(BatchRun):
         stopped or never started."""
         self._cancel_sent = False
         self._gave_up = False
+        self._id_base = uuid4().int  # a retried item runs on a new branch, as live ones do
         return super().retry()
 
     # -- progress ----------------------------------------------------------------------------------
@@ -591,7 +625,7 @@ class ProviderRun(BatchRun):
                 {
                     "index": r.index,
                     "custom_id": r.custom_id,
-                    "branch_id": self._branch_ids[r.index],
+                    "branch_id": self._item_id(r.index),
                     "name": self._names.get(r.index) or f"{self.name}[{r.index}]",
                     "prompt": self._prompt(r),
                     "item": jsonable(r.item),
@@ -600,6 +634,22 @@ class ProviderRun(BatchRun):
             ],
             "collected": [],
         }
+
+    async def _load_prompts(self, part: Part) -> None:
+        """A streamed input's prompts of one provider batch, from its record: only the
+        batch being collected has them in memory."""
+        if part.batch_id is None:
+            return
+        try:
+            record = await anyio.to_thread.run_sync(book_for(self.session).load, part.batch_id)
+        except Exception:
+            logger.warning("could not read the record of batch %s", part.batch_id, exc_info=True)
+            return
+        for entry in record.get("items") or ():
+            index = entry.get("index")
+            known = isinstance(index, int) and 0 <= index < len(self.items)
+            if known and self.items[index].item is None:
+                self._prompts[index] = entry["prompt"]
 
     async def _mark_collected(self, part: Part) -> None:
         book, batch_id = book_for(self.session), part.batch_id
@@ -624,6 +674,7 @@ class ProviderRun(BatchRun):
             "provider": self.model.provider,
             "session_id": str(self.session.id),
             "total": len(self.items),
+            "streamed": self._streamed,  # items not sent yet were not kept: not resumable
             "instruction": self.instruction if isinstance(self.instruction, str) else None,
             "parts": [p.batch_id for p in self.parts if p.batch_id],
             "collected": [p.batch_id for p in self.parts if p.collected],
@@ -633,16 +684,17 @@ class ProviderRun(BatchRun):
             "created_at": time.time(),
         }
         await self._save(job)
-        if items and isinstance(self.instruction, str | None):
+        if items and not self._streamed and isinstance(self.instruction, str | None):
             book = book_for(self.session)
             lines = getattr(book, "save_lines", None)
             if lines is not None:
                 rows = ({"index": r.index, "item": jsonable(r.item)} for r in self.items)
                 await anyio.to_thread.run_sync(lines, self.job_id, rows)
 
-    async def _save(self, record: dict[str, Any] | None) -> None:
+    async def _save(self, record: dict[str, Any] | None) -> bool:
+        """Save a record; whether it was saved."""
         if record is None:
-            return
+            return False
         book = book_for(self.session)
         try:  # shielded: a batch the provider has must stay resumable, even when detached
             with anyio.CancelScope(shield=True):
@@ -653,6 +705,8 @@ class ProviderRun(BatchRun):
                 record.get("batch_id"),
                 exc_info=True,
             )
+            return False
+        return True
 
 
 @asynccontextmanager
@@ -673,6 +727,14 @@ async def _first_error() -> Any:
         cancelled = anyio.get_cancelled_exc_class()
         errors = [e for e in group.exceptions if not isinstance(e, cancelled)]
         raise (errors or list(group.exceptions))[0] from None
+
+
+def _compact(indices: list[int]) -> Any:
+    """A part's item indices: a ``range`` when they follow one another (as they do unless a
+    retry picked some), else the list."""
+    if indices and all(b - a == 1 for a, b in pairwise(indices)):
+        return range(indices[0], indices[-1] + 1)
+    return indices
 
 
 def _limits(given: Any, service: Any) -> tuple[int, int]:

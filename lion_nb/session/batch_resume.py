@@ -92,12 +92,21 @@ def resume_batch(
             run._set_status(result, "running")
             indices.append(index)
         run.parts.append(Part(indices, batch_id=saved_part["batch_id"]))
-    if job and job.get("instruction") is None:
-        for result in run.items:  # not sent, and no template to make their prompts again
+    if job and job.get("streamed"):
+        why = (
+            "not sent before the kernel stopped, and the input was streamed (its rows are "
+            "not kept until they are sent): map the rows from this one on again"
+        )
+    elif job and job.get("instruction") is None:
+        why = (
+            "not sent before the kernel stopped, and its prompt came from a function: "
+            "`run.retry()` after `run.instruction = <the function>` sends it"
+        )
+    else:
+        why = None
+    if why is not None:
+        for result in run.items:  # not sent, and nothing to make their prompts again from
             if result.status == "pending":
-                result.error = ConfigurationError(
-                    "not sent before the kernel stopped, and its prompt came from a function: "
-                    "`run.retry()` after `run.instruction = <the function>` sends it"
-                )
+                result.error = ConfigurationError(why)
                 run._set_status(result, "failed")
     return run.start()  # type: ignore[return-value]

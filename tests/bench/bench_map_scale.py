@@ -108,8 +108,9 @@ def scenario_live(n: int = 100_000) -> dict[str, Any]:
         "explorer_state_kib": state / 1024,
         "markdown_ms": markdown * 1e3,
         "static_ms": text * 1e3,
+        "branches": _branches_command(session),
         "run_line": lines.splitlines()[-1],
-        "branches": len(session.branches),
+        "session_branches": len(session.branches),
         "rows_kib": run.rows.bytes / 1024,
     }
 
@@ -173,7 +174,20 @@ sys.stdin.read()
 """
 
 
-def scenario_million(n: int = 1_000_000) -> dict[str, Any]:
+def _branches_command(session: Any) -> tuple[float, float]:
+    """``%lion branches`` of ``session``: the time to build its table and its HTML's size."""
+    from types import SimpleNamespace
+
+    from lion_nb.notebook.commands.registry import _branches
+
+    state = SimpleNamespace(session=session, branch=lambda: session.default_branch)
+    start = time.perf_counter()
+    table = _branches(SimpleNamespace(state=state), None)  # type: ignore[arg-type]
+    html = table._repr_html_()
+    return (time.perf_counter() - start) * 1e3, len(html) / 1024
+
+
+def scenario_million(n: int = 1_000_000, streamed: bool = False) -> dict[str, Any]:
     import anyio
 
     from lion_nb import Session, iModel
@@ -192,7 +206,8 @@ def scenario_million(n: int = 1_000_000) -> dict[str, Any]:
         store.autosave(session)
         session.default_branch.msgs.add_message(system="Label.")
         before = _rss_mb()
-        run = session.map(range(n), "{item}", via="batch", poll_interval=1, max_tokens=1)
+        data = (i for i in range(n)) if streamed else range(n)  # a generator is read as sent
+        run = session.map(data, "{item}", via="batch", poll_interval=1, max_tokens=1)
         start = time.perf_counter()
         anyio.run(run.wait)
         elapsed = time.perf_counter() - start
@@ -213,14 +228,20 @@ def scenario_million(n: int = 1_000_000) -> dict[str, Any]:
         explorer = SessionExplorer(session)
         built = (time.perf_counter() - start) * 1e3
         state = len(json.dumps(explorer.tree.get_state(), default=str)) / 1024
+        listed_ms, listed_kib = _branches_command(session)
         return {"items": n, "batches": len(run.batch_ids), "s": elapsed, "peak_mb": peak,
                 "store_bytes_per_item": size / max(rows, 1), "rows": rows,
                 "probe": probe, "item_765432": item.messages[-1].response, "read_ms": read_ms,
-                "explorer_ms": built, "explorer_state_kib": state,
+                "explorer_ms": built, "explorer_state_kib": state, "branches_ms": listed_ms,
+                "branches_kib": listed_kib, "streamed": streamed,
                 "failed": len(run.failures)}  # fmt: skip
     finally:
         server.stdin.close()  # type: ignore[union-attr]
-        server.wait(10)
+        try:
+            server.wait(60)
+        except subprocess.TimeoutExpired:  # a million batched requests take a while to free
+            server.kill()
+            server.wait()
 
 
 def _in_fresh(name: str, *args: Any) -> dict[str, Any]:
@@ -247,12 +268,13 @@ def main() -> None:
     print(f"100,000 live offline items: {live['us_per_item']:.0f} us/item "
           f"(before: 236-279), peak RSS +{live['peak_mb']:.0f} MB (target <= 200), "
           f"rows {live['rows_kib'] / 1024:.0f} MB compressed, session branches "
-          f"{live['branches']}")  # fmt: skip
+          f"{live['session_branches']}")  # fmt: skip
     print(
         f"  SessionExplorer built in {live['explorer_ms']:.1f} ms (target <= 100; before: "
         f"{live['explorer_ms'] + live['markdown_ms']:.1f} ms, with markdown-it's first import "
         f"for a one-line system prompt), state {live['explorer_state_kib']:.1f} KiB "
-        f"(target <= 100); {live['run_line']}"
+        f"(target <= 100); {live['run_line']}; %lion branches {live['branches'][0]:.1f} ms, "
+        f"{live['branches'][1]:.1f} KiB"
     )
     mb = 1024 if large else 200
     for kind in ("csv", "parquet"):
@@ -263,15 +285,18 @@ def main() -> None:
         print(f"map over a {f['file_mb']:.0f} MB {kind} file ({f['rows']:,} rows): peak RSS "
               f"+{f['peak_mb']:.0f} MB, {f['s']:.1f} s")  # fmt: skip
     if large:
-        m = _in_fresh("million")
-        if "error" in m:
-            print(f"1,000,000 items via batch: {m['error']}")
-            return
-        print(f"1,000,000 items via='batch' ({m['batches']} provider batches): {m['s']:.0f} s, "
-              f"peak RSS +{m['peak_mb']:.0f} MB (target <= 500), store "
-              f"{m['store_bytes_per_item']:.0f} bytes/item, item {m['probe']:,} read in "
-              f"{m['read_ms']:.1f} ms: {m['item_765432']!r}; SessionExplorer "
-              f"{m['explorer_ms']:.1f} ms, {m['explorer_state_kib']:.1f} KiB")  # fmt: skip
+        for streamed in (False, True):
+            m = _in_fresh("million", 1_000_000, streamed)
+            given = "a generator" if streamed else "a range"
+            if "error" in m:
+                print(f"1,000,000 items via batch, from {given}: {m['error']}")
+                continue
+            print(f"1,000,000 items via='batch' from {given} ({m['batches']} provider batches): "
+                  f"{m['s']:.0f} s, peak RSS +{m['peak_mb']:.0f} MB (target <= 500), store "
+                  f"{m['store_bytes_per_item']:.0f} bytes/item, item {m['probe']:,} read in "
+                  f"{m['read_ms']:.1f} ms: {m['item_765432']!r}; SessionExplorer "
+                  f"{m['explorer_ms']:.1f} ms, {m['explorer_state_kib']:.1f} KiB; %lion "
+                  f"branches {m['branches_ms']:.1f} ms, {m['branches_kib']:.1f} KiB")  # fmt: skip
 
 
 if __name__ == "__main__":
