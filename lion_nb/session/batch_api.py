@@ -117,6 +117,7 @@ class Part:
     batch_id: str | None = None
     status: Any = None  # the last BatchStatus seen
     collected: bool = False
+    saved: bool = False  # its record is written: the job's record may name it
 
 
 class ProviderRun(BatchRun):
@@ -168,6 +169,7 @@ class ProviderRun(BatchRun):
         self._names: dict[int, str] = {}  # a resumed run's item names, when not `run[i]`
         self._gave_up = False  # polling passed `poll_timeout`
         self._planned: list[Any] = [0.0, 0]  # the worst cases submitted, for the budgets
+        self._job_lock: Any = None  # an anyio Lock, made on the loop that saves the job
 
     @property
     def model(self) -> Any:
@@ -196,6 +198,7 @@ class ProviderRun(BatchRun):
     # -- the task --------------------------------------------------------------------------------
     async def _main(self, indices: list[int]) -> None:
         self._t0, self._finished_at_t0 = time.monotonic(), self._finished()
+        self._job_lock = anyio.Lock()  # on this loop (a retry may run on another)
         self._changed()
         try:
             unsent = self._to_send(indices)
@@ -360,7 +363,7 @@ class ProviderRun(BatchRun):
         part.batch_id, part.status = status.id, status
         self.state = "submitted"
         with anyio.CancelScope(shield=True):  # recorded before anything else can stop it
-            saved = await self._save(self._make_record(part, sent))
+            saved = part.saved = await self._save(self._make_record(part, sent))
             await self._save_job()
         if saved and self._streamed:  # the record keeps each item and prompt: not kept here
             for result in sent:
@@ -665,7 +668,15 @@ class ProviderRun(BatchRun):
 
     async def _save_job(self, *, items: bool = False) -> None:
         """The job's own record: its batches, and (once, first) every item and the prompt
-        template, so a kernel restart can send what was not sent yet."""
+        template, so a kernel restart can send what was not sent yet. Saves take turns and
+        each is made when its turn comes: batches submitted together save the job from
+        several tasks, and an older state written last would drop a batch from it."""
+        if self._job_lock is None:  # saved outside a run's task
+            self._job_lock = anyio.Lock()
+        async with self._job_lock:
+            await self._write_job(items)
+
+    async def _write_job(self, items: bool) -> None:
         job = {
             "version": VERSION,
             "batch_id": self.job_id,
@@ -676,7 +687,9 @@ class ProviderRun(BatchRun):
             "total": len(self.items),
             "streamed": self._streamed,  # items not sent yet were not kept: not resumable
             "instruction": self.instruction if isinstance(self.instruction, str) else None,
-            "parts": [p.batch_id for p in self.parts if p.batch_id],
+            # only batches whose own record is written: a kill between the two must not leave
+            # the job naming a batch that a new kernel cannot find
+            "parts": [p.batch_id for p in self.parts if p.batch_id and p.saved],
             "collected": [p.batch_id for p in self.parts if p.collected],
             "state": "collected"
             if self.parts and all(p.collected for p in self.parts)

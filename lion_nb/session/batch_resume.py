@@ -91,7 +91,7 @@ def resume_batch(
                 run._names[index] = entry["name"]
             run._set_status(result, "running")
             indices.append(index)
-        run.parts.append(Part(indices, batch_id=saved_part["batch_id"]))
+        run.parts.append(Part(indices, batch_id=saved_part["batch_id"], saved=True))
     if job and job.get("streamed"):
         why = (
             "not sent before the kernel stopped, and the input was streamed (its rows are "

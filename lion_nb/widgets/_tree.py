@@ -158,3 +158,39 @@ def search(branches: list[Any], query: str, limit: int = 100) -> tuple[list[dict
                     }
                 )
     return found, total
+
+
+def search_runs(runs: list[Any], query: str, room: int) -> tuple[list[dict], int, bool]:
+    """Items of the session's map runs whose row (the item, its answer or its error) holds
+    ``query`` (any case), read from each run's compact columns, never its branches:
+    (at most ``room`` results, how many were counted, whether the scan stopped at ``room`` --
+    a run of a million items is not read to its end for a count)."""
+    needle = query.strip().lower()
+    found: list[dict[str, Any]] = []
+    if not needle:
+        return found, 0, False
+    for run in runs:
+        table = run.items
+        errors = table.errors
+        for index, (item, value) in enumerate(zip(table.items, table.values, strict=True)):
+            error = errors.get(index) if errors else None
+            for role, raw in (("item", item), ("answer", value), ("error", error)):
+                if raw is None:
+                    continue
+                text = raw if isinstance(raw, str) else str(raw)
+                at = text.lower().find(needle)
+                if at < 0:
+                    continue
+                if len(found) >= room:
+                    return found, len(found), True
+                found.append(
+                    {
+                        "run": run.name,
+                        "name": f"{run.name}[{index}]",
+                        "index": index,
+                        "role": role,
+                        "snippet": _snippet(text, at, len(needle)),
+                    }
+                )
+                break  # one result an item
+    return found, len(found), False

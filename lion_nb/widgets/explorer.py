@@ -14,6 +14,10 @@ are plain functions in `_tree`.
   after that message, its ``metadata["clone_from"]`` naming the source branch, the message
   (``message_id``, ``index``) and the copied ``progression``; it is named
   ``<source>/fork-<n>``, included in the session and selected.
+- **Runs** (`session.runs`, a `map`'s items are not members) are listed under the tree, one
+  row each with its counts. A run's items are paged from its compact results (`run_items`,
+  one page in the state however many items), an item opens its branch, made from its row, in
+  the view; search also finds items whose row (item, answer, error) holds the query.
 - Export writes the selected branch next to the notebook (the working directory;
   ``<branch>.json`` or ``<branch>.md``, replacing an earlier export of that name) and, from a
   button, also hands the same bytes to the browser as a download. JSON is
@@ -35,7 +39,7 @@ import traitlets
 from ..rendering.transcript import branch_label, markdown_transcript
 from ._base import StaticFallback, call_safely, esm, release
 from ._throttle import Throttle
-from ._tree import StatsCache, build_tree, search
+from ._tree import StatsCache, build_tree, search, search_runs
 from .branch_view import BranchView
 
 __all__ = ["ExplorerTree", "SessionExplorer"]
@@ -62,6 +66,10 @@ class ExplorerTree(anywidget.AnyWidget):
     height = traitlets.Unicode("").tag(sync=True)
     #: the session's map runs, one summary each (their items: `SessionExplorer.run_page`)
     runs = traitlets.List(traitlets.Dict()).tag(sync=True)
+    #: the page of one run's items shown (``run``, ``start``, ``size``, ``total``, ``rows``)
+    run_items = traitlets.Dict().tag(sync=True)
+    #: the search stopped at its limit: ``found`` counts what was read, not every match
+    more = traitlets.Bool(False).tag(sync=True)
 
 
 class SessionExplorer(StaticFallback, ipywidgets.HBox):
@@ -75,6 +83,7 @@ class SessionExplorer(StaticFallback, ipywidgets.HBox):
         height: str = "36em",
         max_rate: float = 5.0,
         search_limit: int = 100,
+        run_page_size: int = 50,
         **kwargs: Any,
     ):
         from ..protocols.signals import MessageAdded, RunEnd
@@ -90,6 +99,8 @@ class SessionExplorer(StaticFallback, ipywidgets.HBox):
         self._session = session
         self._cache = StatsCache()
         self._search_limit = search_limit
+        self._run_page_size = max(1, int(run_page_size))
+        self._item: Any = None  # a run item's branch shown in the view (not a member)
         self.tree = tree
         self.view = view
         self._throttle = Throttle(self._update, max_rate)
@@ -136,7 +147,8 @@ class SessionExplorer(StaticFallback, ipywidgets.HBox):
     def _update(self) -> None:
         session = self._session
         branches = list(session.branches)
-        if self.view.branch.id not in session and branches:
+        shows_item = self._item is not None and self.view.branch is self._item
+        if self.view.branch.id not in session and branches and not shows_item:
             self.view.branch = session.default_branch or branches[0]
         nodes = build_tree(branches, self._cache)
         shown = self.view.branch
@@ -145,14 +157,49 @@ class SessionExplorer(StaticFallback, ipywidgets.HBox):
             self.tree.nodes = nodes
             self.tree.runs = [run.summary() for run in session.runs]
             self.tree.selected = str(shown.id) if shown.id in session else ""
+            page = self.tree.run_items
+            if page:  # the page shown follows the run (its items end as it goes)
+                self.show_run(page["run"], page["start"])
 
     def run_page(self, run: str, start: int = 0, size: int = 50) -> list[dict[str, Any]]:
         """A page of the items of the session's run named ``run`` (`BatchRun.page`)."""
+        return self._run(run).page(start, size)
+
+    def _run(self, name: str) -> Any:
         for found in self._session.runs:
-            if found.name == run:
-                return found.page(start, size)
+            if found.name == name:
+                return found
         names = ", ".join(f"`{r.name}`" for r in self._session.runs) or "none"
-        raise KeyError(f"No run `{run}` in this session (runs: {names}).")
+        raise KeyError(f"No run `{name}` in this session (runs: {names}).")
+
+    def show_run(self, run: str, start: int = 0) -> dict[str, Any]:
+        """Show the page of run ``run``'s items from ``start`` (moved to a page's first item,
+        within the run) under its row; returns it."""
+        found = self._run(run)
+        size, total = self._run_page_size, len(found)
+        start = max(0, min(int(start), max(total - 1, 0))) // size * size
+        page = {"run": found.name, "start": start, "size": size, "total": total,
+                "rows": found.page(start, size)}  # fmt: skip
+        self.tree.run_items = page
+        return page
+
+    def close_run(self) -> None:
+        """Hide the page of items shown."""
+        self.tree.run_items = {}
+
+    def open_item(self, run: str, index: int) -> Any:
+        """Show item ``index`` of run ``run`` in the view: its branch, made from its row (not a
+        member of the session); ``None`` if it has not run."""
+        found = self._run(run)
+        branch = found.branch(int(index))
+        if branch is None:
+            self.tree.status = f"{found.name}[{index}] has not run yet"
+            return None
+        self._item = branch
+        self.view.branch = branch
+        self.tree.selected = ""
+        self.tree.status = f"showing {branch_label(branch)}"
+        return branch
 
     # -- selecting and searching ------------------------------------------------------------------
     def select(self, branch: Any, index: int | None = None) -> Any:
@@ -168,12 +215,21 @@ class SessionExplorer(StaticFallback, ipywidgets.HBox):
     def search(self, query: str) -> list[dict[str, Any]]:
         """Messages of every branch whose text holds ``query`` (any case); also shown in the
         explorer. Each result: ``branch`` (id), ``name``, ``index``, ``role``, ``snippet``
-        (escaped HTML, the match in ``<mark>``)."""
+        (escaped HTML, the match in ``<mark>``); a run's item: ``run`` and its ``index``
+        instead of ``branch``, ``role`` naming the field (item, answer, error)."""
         results, total = search(list(self._session.branches), query, self._search_limit)
+        more = False
+        runs = self._session.runs
+        if runs and len(results) < self._search_limit:
+            items, counted, more = search_runs(runs, query, self._search_limit - len(results))
+            results, total = results + items, total + counted
+        elif runs:
+            more = bool(query.strip())  # the limit is reached: the runs were not read
         with self.tree.hold_sync():
             self.tree.query = query
             self.tree.results = results
             self.tree.found = total
+            self.tree.more = more
         return results
 
     # -- forking -------------------------------------------------------------------------------------
@@ -254,6 +310,12 @@ class SessionExplorer(StaticFallback, ipywidgets.HBox):
             )
         elif kind == "search":
             call_safely(self.search, str(content.get("query") or ""))
+        elif kind == "run_page":
+            call_safely(self.show_run, str(content.get("run")), _whole(content.get("start")))
+        elif kind == "close_run":
+            call_safely(self.close_run)
+        elif kind == "open_item":
+            call_safely(self.open_item, str(content.get("run")), _whole(content.get("index")))
         elif kind == "export":
             call_safely(self._download, str(content.get("fmt")))
         elif kind == "refresh":
@@ -306,6 +368,11 @@ class SessionExplorer(StaticFallback, ipywidgets.HBox):
         if session is None:
             return "SessionExplorer()"
         return f"SessionExplorer({session.name!r}, branches={len(session)})"
+
+
+def _whole(value: Any) -> int:
+    """A whole number from the front end (anything else is 0)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def _count(n: int, noun: str) -> str:

@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+from tests.browser.a11y import axe_violations, text_contrast, unnamed_controls
 from tests.browser.jupyter import (
     cell_output,
     new_notebook,
@@ -147,6 +148,51 @@ def test_the_explorer_lists_branches_and_forks_from_a_message(lab_page, jupyter_
 
     run_cell(page, 2)
     assert "forks: 1 messages: 3" in cell_output(page, 2).inner_text()  # system, ask, answer
+
+
+RUN_EXPLORER = """\
+mapped = Session()
+mapped.default_branch.chat_model = iModel("offline/auto")
+run = mapped.map([f"city {i}" for i in range(120)], "{item}", concurrency=8)
+await run
+runs_explorer = SessionExplorer(mapped, height="24em")
+runs_explorer
+"""
+
+
+def test_the_explorer_lists_a_run_pages_its_items_and_finds_one(lab_page, jupyter_server):
+    page = lab_page
+    notebook = new_notebook(SETUP, RUN_EXPLORER)
+    open_notebook(page, jupyter_server, "explorer-runs.ipynb", notebook)
+    run_cell(page, 0)
+    run_cell(page, 1)
+    out = cell_output(page, 1)
+    row = out.locator('.lnb-run[data-run="map-1"]')
+    row.wait_for(timeout=30_000)
+    assert "120 items · 120 done · 0 failed · 0 left" in row.inner_text()
+    row.get_by_role("button", name="show the items of map-1").click()
+    where = row.locator(".lnb-run-where")
+    where.wait_for(timeout=10_000)
+    assert where.inner_text() == "items 1–50 of 120"
+    assert row.locator(".lnb-run-item").count() == 50
+    row.get_by_role("button", name="next").click()
+    row.locator('.lnb-run-item[data-index="50"]').wait_for(timeout=10_000)
+    assert where.inner_text() == "items 51–100 of 120"
+    row.locator('.lnb-run-item[data-index="57"]').click()
+    view = out.locator(".lnb-view")
+    view.get_by_text("city 57", exact=True).first.wait_for(timeout=10_000)
+    out.locator(".lnb-export [role=status]", has_text="showing map-1[57]").wait_for(timeout=10_000)
+
+    out.locator(".lnb-search").fill("city 11")
+    result = out.locator(".lnb-result", has_text="map-1[110]")
+    result.wait_for(timeout=10_000)
+    assert "map-1[11] · item" in out.locator(".lnb-results").inner_text()
+    result.click()
+    view.get_by_text("city 110", exact=True).first.wait_for(timeout=10_000)
+    assert unnamed_controls(page) == ([], [])
+    low = [t for t in text_contrast(page) if t["ratio"] < t["need"]]
+    assert low == [] and axe_violations(page) == []
+    screenshot(page, "lab-explorer-runs", element=out)
 
 
 CHAT = """\

@@ -96,6 +96,11 @@ class BatchEmulator:
         self.limits = {**LIMITS, **(limits or {})}
         self.created = 0  # batches made so far
         self.refuse_from: int | None = None  # answer 503 to the batches made after this many
+        #: hold the requests to make a batch after this many (counted as they arrive) until
+        #: `release` is set: a kernel can be killed while its submission waits
+        self.hold_from: int | None = None
+        self.release = threading.Event()
+        self._arrived = 0
         self.fail = fail or (lambda _cid, _body: False)
         self.answer = answer or (lambda text: f"answer: {text}")
         self.polls_to_finish = polls_to_finish
@@ -108,10 +113,16 @@ class BatchEmulator:
     # -- routing ---------------------------------------------------------------------------------
     def route(self, rec: Recorded) -> Script | None:
         path, method = rec.path.split("?")[0], rec.method
+        creating = method == "POST" and path in ("/v1/batches", "/v1/messages/batches")
+        if creating and self.hold_from is not None:
+            with self._lock:
+                self._arrived += 1
+                held = self._arrived > self.hold_from
+            if held:
+                self.release.wait(timeout=600)
         with self._lock:
             if path == "/v1/files" and method == "POST":
                 return self._upload(rec)
-            creating = method == "POST" and path in ("/v1/batches", "/v1/messages/batches")
             if creating and self.refuse_from is not None and self.created >= self.refuse_from:
                 return Script(status=503, body={"error": {"message": "overloaded"}})
             if path == "/v1/batches" and method == "POST":

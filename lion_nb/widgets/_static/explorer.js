@@ -1,4 +1,5 @@
-// SessionExplorer's left pane: search box and results, the branch tree, export buttons.
+// SessionExplorer's left pane: search box and results, the branch tree, the session's map
+// runs (one row each; a page of a run's items on request), export buttons.
 // Result snippets are escaped in the kernel (the match wrapped in <mark>); every other
 // string is set as text. Clicks go to the kernel, which owns the selection.
 
@@ -96,22 +97,97 @@ function drawResults(model, box, count) {
   const query = model.get("query");
   const results = model.get("results");
   const found = model.get("found");
+  const more = model.get("more") ? "+" : "";
   box.hidden = !query;
   count.hidden = !query;
-  count.textContent = found > results.length
-    ? `${found} matches, first ${results.length} shown`
+  count.textContent = found > results.length || more
+    ? `${found}${more} matches, first ${results.length} shown`
     : `${found} match${found === 1 ? "" : "es"}`;
   box.replaceChildren(...results.map((result) => {
     const row = el("button", "lnb-result");
     row.type = "button";
-    const where = el("span", "lnb-result-where", `${result.name} · #${result.index + 1} · ${result.role}`);
+    const item = result.run !== undefined; // an item of a run, not a member's message
+    const where = el("span", "lnb-result-where", item
+      ? `${result.name} · ${result.role}`
+      : `${result.name} · #${result.index + 1} · ${result.role}`);
     const snippet = el("span", "lnb-result-snippet");
     snippet.innerHTML = result.snippet; // escaped in the kernel
     row.append(where, snippet);
-    row.addEventListener("click", () =>
-      model.send({ type: "open", id: result.branch, index: result.index }));
+    row.addEventListener("click", () => model.send(item
+      ? { type: "open_item", run: result.run, index: result.index }
+      : { type: "open", id: result.branch, index: result.index }));
     return row;
   }));
+}
+
+// A run's counts, as `%lion branches` gives them.
+function runFacts(run) {
+  const n = (value) => Number(value || 0).toLocaleString();
+  return `${n(run.items)} items · ${n(run.done)} done · ${n(run.failed)} failed · ${n(run.pending)} left`;
+}
+
+// The page of a run's items shown: one button an item (it opens the item's branch), and
+// previous / next through the run.
+function runPage(model, page) {
+  const box = el("div", "lnb-run-items");
+  box.setAttribute("role", "group");
+  box.setAttribute("aria-label", `items of ${page.run}`);
+  const list = el("div", "lnb-run-rows");
+  for (const row of page.rows) {
+    const item = el("button", "lnb-run-item");
+    item.type = "button";
+    item.dataset.index = String(row.index);
+    const head = el("span", "lnb-run-item-head", `[${row.index}] · ${row.status}`);
+    const text = el("span", "lnb-run-item-text", row.item ? `${row.item} → ${row.result}` : row.result);
+    item.append(head, text);
+    item.addEventListener("click", () =>
+      model.send({ type: "open_item", run: page.run, index: row.index }));
+    list.append(item);
+  }
+  const pager = el("div", "lnb-run-pager");
+  const previous = el("button", "lnb-action", "previous");
+  previous.type = "button";
+  previous.disabled = page.start <= 0;
+  const next = el("button", "lnb-action", "next");
+  next.type = "button";
+  next.disabled = page.start + page.size >= page.total;
+  const last = Math.min(page.start + page.size, page.total);
+  const where = el("span", "lnb-run-where",
+    page.total ? `items ${(page.start + 1).toLocaleString()}–${last.toLocaleString()} of ${page.total.toLocaleString()}` : "no items");
+  where.setAttribute("aria-live", "polite");
+  previous.addEventListener("click", () =>
+    model.send({ type: "run_page", run: page.run, start: Math.max(0, page.start - page.size) }));
+  next.addEventListener("click", () =>
+    model.send({ type: "run_page", run: page.run, start: page.start + page.size }));
+  pager.append(previous, where, next);
+  box.append(list, pager);
+  return box;
+}
+
+function drawRuns(model, box) {
+  const runs = model.get("runs");
+  const page = model.get("run_items") || {};
+  box.hidden = !runs.length;
+  const head = el("div", "lnb-runs-head", runs.length === 1 ? "1 run" : `${runs.length} runs`);
+  const rows = runs.map((run) => {
+    const row = el("div", "lnb-run");
+    row.dataset.run = run.run;
+    const line = el("div", "lnb-run-line");
+    const name = el("span", "lnb-node-name", run.run);
+    const facts = el("span", "lnb-node-meta", runFacts(run));
+    const open = page.run === run.run;
+    const toggle = el("button", "lnb-action lnb-run-toggle", open ? "hide items" : "items");
+    toggle.type = "button";
+    toggle.setAttribute("aria-expanded", String(open));
+    toggle.setAttribute("aria-label", `${open ? "hide the items of" : "show the items of"} ${run.run}`);
+    toggle.addEventListener("click", () =>
+      model.send(open ? { type: "close_run" } : { type: "run_page", run: run.run, start: 0 }));
+    line.append(name, toggle);
+    row.append(line, facts);
+    if (open) row.append(runPage(model, page));
+    return row;
+  });
+  box.replaceChildren(head, ...rows);
 }
 
 function download(content, buffers) {
@@ -144,6 +220,7 @@ function render({ model, el: root }) {
 
   const tree = el("div", "lnb-tree-box");
   tree.setAttribute("data-lm-suppress-shortcuts", "true");
+  const runs = el("div", "lnb-runs");
   const bar = el("div", "lnb-export");
   const json = el("button", "lnb-action", "export JSON");
   json.type = "button";
@@ -152,7 +229,7 @@ function render({ model, el: root }) {
   const status = el("span", "lnb-status");
   status.setAttribute("role", "status");
   bar.append(json, markdown, status);
-  pane.append(head, search, found, results, tree, bar);
+  pane.append(head, search, found, results, tree, runs, bar);
   root.append(pane);
 
   let timer = null;
@@ -209,6 +286,7 @@ function render({ model, el: root }) {
     drawResults(model, results, found);
   };
   const drawStatus = () => (status.textContent = model.get("status"));
+  const redrawRuns = () => drawRuns(model, runs);
   const onMessage = (content, buffers) => {
     if (content && content.type === "download") download(content, buffers);
   };
@@ -217,11 +295,13 @@ function render({ model, el: root }) {
     ["change:nodes", redrawTree], ["change:selected", redrawTree], ["change:title", drawHead],
     ["change:height", drawHead], ["change:results", redrawResults],
     ["change:query", redrawResults], ["change:found", redrawResults],
+    ["change:more", redrawResults], ["change:runs", redrawRuns], ["change:run_items", redrawRuns],
     ["change:status", drawStatus], ["msg:custom", onMessage],
   ];
   for (const [name, handler] of events) model.on(name, handler);
   redrawTree();
   redrawResults();
+  redrawRuns();
   drawStatus();
   return () => {
     clearTimeout(timer);
