@@ -301,7 +301,6 @@ class ProviderRun(BatchRun):
             self._changed()
 
     async def _capture_item(self, result: ItemResult) -> tuple[str, ChatRequest] | None:
-        index = result.index
         result.attempts += 1
         branch = result.branch = self._item_branch(result)
         try:
@@ -313,8 +312,8 @@ class ProviderRun(BatchRun):
             return None
         LIVE_ITEMS.discard(str(branch.id))
         result.live = None  # made again from the snapshot, under its id, when collected
-        result.custom_id = f"item-{index}"
-        return result.custom_id, request
+        result.custom_id = None  # a fresh request's id is made from the index (`_request_id`)
+        return _request_id(result), request
 
     def _item_id(self, index: int) -> str:
         """Item ``index``'s branch id: saved (a resumed run), else made from the run's base
@@ -369,8 +368,6 @@ class ProviderRun(BatchRun):
             for result in sent:
                 result.item = None
         for result in sent:
-            if result.custom_id == f"item-{result.index}":
-                result.custom_id = None  # made again from the index when the answers come
             self._set_status(result, "running")  # at the provider
         if self._submitted is not None:
             self._submitted.set()
@@ -399,7 +396,6 @@ class ProviderRun(BatchRun):
         if exc is None:
             return requests, sent
         for result in sent[fits:]:
-            result.custom_id = None
             self._not_started(result, exc)
         self._changed()
         return requests[:fits], sent[:fits]
@@ -470,10 +466,11 @@ class ProviderRun(BatchRun):
         status = part.status
         self.state = "collecting"
         self._changed()
+        record = await self._load_record(part)  # its prompts (streamed), then marked collected
         if self._streamed:
-            await self._load_prompts(part)
+            self._take_prompts(part, record)
         mine = (self.items[i] for i in part.indices)
-        waiting = {r.custom_id or f"item-{r.index}": r for r in mine if r.status == "running"}
+        waiting = {_request_id(r): r for r in mine if r.status == "running"}
         async with aclosing(self.service.results(status)) as outcomes:
             async for outcome in outcomes:
                 result = waiting.pop(outcome.custom_id, None)
@@ -498,7 +495,7 @@ class ProviderRun(BatchRun):
             self._finish(result, reason, time.perf_counter())
         part.collected = True
         self.rows.flush()
-        await self._mark_collected(part)
+        await self._mark_collected(record)
         self.state = "running" if any(not p.collected for p in self.parts) else "collecting"
 
     def _item_at_provider(self, result: ItemResult) -> Any:
@@ -507,7 +504,8 @@ class ProviderRun(BatchRun):
 
         index = result.index
         base = self._base
-        branch_id = self._branch_ids.pop(index, None) or self._item_id(index)
+        branch_id = self._item_id(index)
+        self._branch_ids.pop(index, None)
         branch = Branch(
             id=UUID(branch_id),
             name=self._names.pop(index, None) or f"{self.name}[{index}]",
@@ -627,7 +625,7 @@ class ProviderRun(BatchRun):
             "items": [
                 {
                     "index": r.index,
-                    "custom_id": r.custom_id,
+                    "custom_id": _request_id(r),
                     "branch_id": self._item_id(r.index),
                     "name": self._names.get(r.index) or f"{self.name}[{r.index}]",
                     "prompt": self._prompt(r),
@@ -638,15 +636,20 @@ class ProviderRun(BatchRun):
             "collected": [],
         }
 
-    async def _load_prompts(self, part: Part) -> None:
+    async def _load_record(self, part: Part) -> dict[str, Any] | None:
+        """The saved record of one provider batch (``None``: none could be read)."""
+        if part.batch_id is None:
+            return None
+        try:
+            return await anyio.to_thread.run_sync(book_for(self.session).load, part.batch_id)
+        except Exception:
+            return None
+
+    def _take_prompts(self, part: Part, record: dict[str, Any] | None) -> None:
         """A streamed input's prompts of one provider batch, from its record: only the
         batch being collected has them in memory."""
-        if part.batch_id is None:
-            return
-        try:
-            record = await anyio.to_thread.run_sync(book_for(self.session).load, part.batch_id)
-        except Exception:
-            logger.warning("could not read the record of batch %s", part.batch_id, exc_info=True)
+        if record is None:
+            logger.warning("could not read the record of batch %s", part.batch_id)
             return
         for entry in record.get("items") or ():
             index = entry.get("index")
@@ -654,13 +657,8 @@ class ProviderRun(BatchRun):
             if known and self.items[index].item is None:
                 self._prompts[index] = entry["prompt"]
 
-    async def _mark_collected(self, part: Part) -> None:
-        book, batch_id = book_for(self.session), part.batch_id
-        if batch_id is None:
-            return
-        try:
-            record = await anyio.to_thread.run_sync(book.load, batch_id)
-        except Exception:
+    async def _mark_collected(self, record: dict[str, Any] | None) -> None:
+        if record is None:
             return
         record["state"] = "collected"
         await self._save(record)
@@ -740,6 +738,12 @@ async def _first_error() -> Any:
         cancelled = anyio.get_cancelled_exc_class()
         errors = [e for e in group.exceptions if not isinstance(e, cancelled)]
         raise (errors or list(group.exceptions))[0] from None
+
+
+def _request_id(result: ItemResult) -> str:
+    """An item's request id in its provider batch: a resumed item's saved one, else made
+    from its index (so a million waiting items keep none)."""
+    return result.custom_id or f"item-{result.index}"
 
 
 def _compact(indices: list[int]) -> Any:
