@@ -17,6 +17,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.browser.a11y import axe_violations, text_contrast
 from tests.browser.jupyter import (
@@ -93,7 +94,11 @@ def test_the_card_shows_code_and_flags_and_approve_edit_deny_are_recorded(lab_pa
     wait_for_idle(page)
     assert "Done: one run approved" in out.inner_text()
     proposed = page.locator(".jp-Notebook .jp-Cell").nth(2)  # inserted below the turn's cell
-    assert "print(sorted(RUNS))" in proposed.locator(".jp-InputArea").inner_text()
+    # the notebook draws an inserted cell on its next layout update: until then the third
+    # cell in the page is the results cell
+    expect(proposed.locator(".jp-InputArea")).to_contain_text(
+        "print(sorted(RUNS))", use_inner_text=True, timeout=10_000
+    )
     assert proposed.locator(".jp-OutputArea-output").count() == 0  # not run
 
     run_cell(page, 3)
@@ -168,8 +173,12 @@ def test_stop_ends_running_code_and_insert_below_puts_a_proposed_cell_under_its_
     insert.click()
     background.locator(".lnb-insert", has_text="inserted below").wait_for(timeout=10_000)
     cells = page.locator(".jp-Notebook .jp-Cell")
-    assert cells.count() == 5
-    assert "print('from the proposed cell')" in cells.nth(4).locator(".jp-InputArea").inner_text()
+    # the button says so once the cell is in the notebook's model; the page draws the new
+    # cell on the notebook's next layout update
+    expect(cells).to_have_count(5, timeout=10_000)
+    expect(cells.nth(4).locator(".jp-InputArea")).to_contain_text(
+        "print('from the proposed cell')", use_inner_text=True, timeout=10_000
+    )
     assert cells.nth(4).locator(".jp-OutputArea-output").count() == 0  # not run
     assert background.locator(".lnb-insert").is_disabled()  # once: a second click does nothing
     screenshot(page, "agent-insert-below", element=background.locator(".lnb-turn"))

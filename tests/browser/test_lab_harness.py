@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.browser.jupyter import (
     cell_output,
@@ -89,8 +90,10 @@ def test_text_ipywidgets_and_anywidget_render_offline_in_jupyterlab(
     widgets = cell_output(page, 1)
     button = widgets.get_by_role("button", name="Press me")
     button.wait_for()
-    assert widgets.locator(".widget-slider").is_visible()
-    assert widgets.locator(".widget-readout").inner_text() == "7"
+    # each child of the box is a view of its own, created and attached one by one
+    expect(widgets.locator(".widget-slider")).to_be_visible(timeout=30_000)
+    readout = widgets.locator(".widget-readout")
+    expect(readout).to_have_text(re.compile("^7$"), use_inner_text=True, timeout=30_000)
     hello = cell_output(page, 2).locator(".lion-hello")
     hello.wait_for()
     assert hello.inner_text() == "hello from an anywidget"

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.browser.a11y import axe_violations, controls_named, set_theme, text_contrast
 from tests.browser.jupyter import (
@@ -187,8 +188,13 @@ def test_raise_the_budget_and_continue_and_the_cost_in_the_browser(light_again, 
     )
     out.get_by_text("Here is the answer.").wait_for(timeout=10_000)  # in the turn's own cell
     assert turn.locator(".lnb-budget").is_hidden()
-    footer = turn.locator(".lnb-turn-footer").inner_text()
-    assert re.fullmatch(r"offline/scripted · \d+ tokens · \$0\.\d{4} · branch \$0\.\d{4}", footer)
+    # the turn's end (status, then the footer with the branch's total, then the answer) comes
+    # in several updates, and the answer's text was already in the turn's view as it streamed
+    expect(turn.locator(".lnb-turn-footer")).to_have_text(
+        re.compile(r"^offline/scripted · \d+ tokens · \$0\.\d{4} · branch \$0\.\d{4}$"),
+        use_inner_text=True,
+        timeout=10_000,
+    )
     measured = _measure_turn(page, "footer", turn)
     assert "lnb-turn-footer" in {m["where"] for m in measured}, measured
     run_cell(page, 2)

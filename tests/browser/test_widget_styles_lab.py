@@ -190,8 +190,11 @@ def test_chip_placeholder_and_denied_call_in_the_dark_theme(lab_page, jupyter_se
     out = cell_output(page, 0)
     chip = out.locator(".lnb-view .lnb-chip").first
     chip.wait_for(timeout=30_000)
-    set_theme(page, "JupyterLab Dark")
+    # the box is a view of its own, which may come after the chat's view; it fits its
+    # placeholder when it is laid out (a resize observer), which `set_theme`'s frames cover
     area = out.locator("textarea.lnb-chat-box").first
+    area.wait_for(timeout=30_000)
+    set_theme(page, "JupyterLab Dark")
     fit = area.evaluate(PLACEHOLDER)
     state = out.locator(".lnb-tool-state").first
     dot = state.evaluate("(n) => getComputedStyle(n, '::before').backgroundColor")

@@ -75,6 +75,16 @@ def _worst(measured: list[dict]) -> list[dict]:
     return [m for m in measured if m["ratio"] < m["need"]]
 
 
+# The explorer and the chat are boxes: each of their parts is a view of its own, drawn after
+# the box (and after "Loading widget..." is gone), in any order.
+_BOXES_DRAWN_JS = (
+    "['.lnb-explorer .lnb-tree-item', '.lnb-explorer .lnb-view .lnb-entry',"
+    " '.lnb-chat .lnb-view .lnb-entry', '.lnb-chat textarea.lnb-chat-box', '.lnb-chat select']"
+    ".every(s => document.querySelector(s))"
+    " && document.querySelectorAll('.lnb-chat .lnb-chat-controls button').length >= 6"
+)
+
+
 @pytest.fixture
 def light_again(lab_page):
     """Whatever a test does to the theme, the module's page (and the server's settings, which
@@ -91,7 +101,8 @@ def test_the_widgets_tutorial_reads_in_light_and_dark(light_again, jupyter_serve
     page.wait_for_function(
         "() => document.querySelectorAll('.lnb-view, .lnb-explorer, .lnb-signals, .lnb-turn,"
         " .lnb-chat').length >= 5 && ![...document.querySelectorAll('.jp-OutputArea-output')]"
-        ".some(o => o.textContent.trim() === 'Loading widget...')",
+        ".some(o => o.textContent.trim() === 'Loading widget...')"
+        f" && {_BOXES_DRAWN_JS}",
         polling=100,
         timeout=30_000,
     )
@@ -170,6 +181,8 @@ def test_the_chat_from_the_keyboard(lab_page, jupyter_server):
         run_cell(page, index)
     out = cell_output(page, 2)
     out.get_by_role("textbox", name="message to helper").wait_for(timeout=30_000)
+    # the chat's view and its input box are views of their own, drawn in either order
+    out.locator(".lnb-view .lnb-live[role=status]").wait_for(state="attached", timeout=30_000)
     page.evaluate(_WATCH_LIVE_JS, ".lnb-chat")
     box = out.locator("textarea.lnb-chat-box")
     stream = out.locator(".lnb-view .lnb-stream")
@@ -193,6 +206,8 @@ def test_the_chat_from_the_keyboard(lab_page, jupyter_server):
     stopped_after = time.monotonic() - pressed
     print(f"Esc stopped the streaming Chat answer in {stopped_after:.2f} s")
     assert box.input_value() == ""  # the turn is kept on the branch, marked incomplete
+    # the announcement is the kernel's next update after the status
+    page.wait_for_function("() => window.__lionLive.length > 0", timeout=10_000)
     live = page.evaluate("() => window.__lionLive")
     assert len(live) == 1 and live[0].startswith("stopped"), live
     assert _focus_in(page, "textarea.lnb-chat-box")
@@ -354,6 +369,7 @@ def test_the_widgets_read_in_notebook_7(lab_page, jupyter_server):
     run_all(page)
     page.locator(".lnb-chat textarea").wait_for(timeout=30_000)
     page.locator(".lnb-explorer .lnb-result").first.wait_for(timeout=30_000)
+    page.wait_for_function(f"() => {_BOXES_DRAWN_JS}", polling=100, timeout=30_000)
     measured = text_contrast(page)
     lowest = min(measured, key=lambda m: m["ratio"] / m["need"])
     print(f"Notebook 7: {len(measured)} text nodes, lowest {lowest}")

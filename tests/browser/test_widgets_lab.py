@@ -255,6 +255,10 @@ def test_hostile_output_in_every_widget_runs_nothing(lab_page, jupyter_server, p
         cell_output(page, index).locator(
             ".lnb-view, .lnb-explorer, .lnb-signals, .lnb-turn"
         ).first.wait_for(timeout=30_000)
+    # the explorer is a box, drawn before its tree and its view: the probe reads them too
+    explorer = cell_output(page, 2).locator(".lnb-explorer")
+    explorer.locator(".lnb-tree-item").first.wait_for(timeout=30_000)
+    explorer.locator(".lnb-view .lnb-entry").first.wait_for(timeout=30_000)
     for link in page.locator(".jp-OutputArea a").all():
         if "click me" in link.inner_text():
             link.click(no_wait_after=True)
