@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import json
+from contextvars import ContextVar
 from enum import Enum
 from typing import Annotated, Any, ClassVar, Literal, Union
 from uuid import UUID, uuid4
@@ -31,7 +32,6 @@ from pydantic import (
     GetCoreSchemaHandler,
     GetPydanticSchema,
     TypeAdapter,
-    ValidationInfo,
     model_validator,
 )
 from pydantic_core import core_schema as cs
@@ -68,7 +68,8 @@ MUTATIONS = [0]
 
 _PLAIN = (str, int, float, bool, type(None))
 _NOT_TEXT = frozenset({"id", "created_at", "kind"})  # fields no outside text reaches
-_SCRUB = "lion_nb.scrub_values"  # a batch load's validation context: the secrets to mask
+#: a batch load's secrets to mask, looked up once for its whole validation pass
+_BULK_VALUES: ContextVar[tuple[str, ...] | None] = ContextVar("lion_nb_bulk_values", default=None)
 
 
 def _to_text(value: Any) -> str:
@@ -130,12 +131,10 @@ class RoledMessage(Element):
     _rev: ClassVar[int] = 0
 
     @model_validator(mode="after")
-    def _clean(self, info: ValidationInfo) -> RoledMessage:
+    def _clean(self) -> RoledMessage:
         """Lone surrogates replaced and known secrets masked in every field (see above); a
-        batch load looks the secrets up once and passes them in its validation context."""
-        context = info.context
-        values = context.get(_SCRUB) if context.__class__ is dict else None
-        clean_fields(self.__dict__, _NOT_TEXT, values)
+        batch load looks the secrets up once and sets them for its validation pass."""
+        clean_fields(self.__dict__, _NOT_TEXT, _BULK_VALUES.get())
         return self
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -393,9 +392,11 @@ def load_message(data: JsonObject | RoledMessage) -> RoledMessage:
 
 def load_messages(data: list[JsonObject]) -> list[RoledMessage]:
     """Many saved messages at once (one validation pass, much faster than one by one)."""
-    messages: list[RoledMessage] = _adapter(True).validate_python(
-        data, context={_SCRUB: scrub_values()}
-    )
+    token = _BULK_VALUES.set(scrub_values())
+    try:
+        messages: list[RoledMessage] = _adapter(True).validate_python(data)
+    finally:
+        _BULK_VALUES.reset(token)
     return messages
 
 
