@@ -1,7 +1,8 @@
 """`map` at scale: items as rows, autosave, memory, a million-item provider job, big files.
 
 Run: ``python tests/bench/bench_map_scale.py`` (``--large`` adds the 1,000,000-item provider
-job and the explorer over it, and a 1 GB CSV; not for CI). Each figure is measured in a
+job and the explorer over it, and makes the files 1 GB; not for CI; ``--files`` runs the file
+scenarios alone). Each figure is measured in a
 fresh interpreter (peak RSS from ``getrusage``, less the RSS after imports), in this one run:
 
 - ``map`` over 10,000 offline items in a session autosaved to a store, against the same map
@@ -256,8 +257,21 @@ def _in_fresh(name: str, *args: Any) -> dict[str, Any]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def _files(mb: int) -> None:
+    for kind in ("csv", "parquet"):
+        f = _in_fresh("file", kind, mb)
+        if "error" in f:
+            print(f"map over a {kind} file: {f['error']}")
+            continue
+        print(f"map over a {f['file_mb']:.0f} MB {kind} file ({f['rows']:,} rows): peak RSS "
+              f"+{f['peak_mb']:.0f} MB, {f['s']:.1f} s")  # fmt: skip
+
+
 def main() -> None:
     large = "--large" in sys.argv
+    if "--files" in sys.argv:
+        _files(1024 if large else 200)
+        return
     auto = _in_fresh("autosave")
     print(f"map of 10,000 offline items, plain Session: {auto['plain_us']:.0f} us/item")
     print(f"  autosaved to a store: {auto['store_us']:.0f} us/item "
@@ -276,14 +290,7 @@ def main() -> None:
         f"(target <= 100); {live['run_line']}; %lion branches {live['branches'][0]:.1f} ms, "
         f"{live['branches'][1]:.1f} KiB"
     )
-    mb = 1024 if large else 200
-    for kind in ("csv", "parquet"):
-        f = _in_fresh("file", kind, mb)
-        if "error" in f:
-            print(f"map over a {kind} file: {f['error']}")
-            continue
-        print(f"map over a {f['file_mb']:.0f} MB {kind} file ({f['rows']:,} rows): peak RSS "
-              f"+{f['peak_mb']:.0f} MB, {f['s']:.1f} s")  # fmt: skip
+    _files(1024 if large else 200)
     if large:
         for streamed in (False, True):
             m = _in_fresh("million", 1_000_000, streamed)
