@@ -175,13 +175,11 @@ def enable(
         if tracer_provider is None:
             from opentelemetry.sdk.resources import Resource
 
-            from .encoder import LionSpanExporter
             from .processor import CellSpanProcessor
 
             url = _traces_url(endpoint) if endpoint else None
             sent = _headers(headers)
-            exporter = LionSpanExporter(endpoint=url, headers=sent)
-            resolved = str(getattr(exporter, "_endpoint", url or ""))
+            exporter, resolved = _exporter(url, sent)
             provider = sdk_trace.TracerProvider(
                 resource=Resource.create({"service.name": service_name}), shutdown_on_exit=False
             )
@@ -320,6 +318,34 @@ class _Quiet(logging.Filter):
 
 
 _QUIET = _Quiet()
+
+
+def _exporter(url: str | None, headers: dict[str, str] | None) -> tuple[Any, str]:
+    """The OTLP/HTTP exporter and the endpoint it resolved (``url``, else the standard
+    variables'). A collector on this machine is reached directly, never through a proxy
+    the environment names, as lion_nb's model clients reach a local server: a proxy set for
+    the internet would otherwise take the spans of a local Phoenix and lose them. A
+    credential provider named in the environment brings its own session and keeps it."""
+    from ..models.endpoints._http import is_loopback
+    from .encoder import LionSpanExporter
+
+    exporter = LionSpanExporter(endpoint=url, headers=headers)
+    resolved = str(getattr(exporter, "_endpoint", url or ""))
+    if not is_loopback(resolved) or any(os.environ.get(name) for name in _CREDENTIAL_VARIABLES):
+        return exporter, resolved
+    import requests  # the exporter's own HTTP client
+
+    exporter.shutdown()
+    session = requests.Session()
+    session.trust_env = False
+    return LionSpanExporter(endpoint=url, headers=headers, session=session), resolved
+
+
+#: the variables that name a credential provider, whose session the exporter then uses
+_CREDENTIAL_VARIABLES = (
+    "OTEL_PYTHON_EXPORTER_OTLP_HTTP_CREDENTIAL_PROVIDER",
+    "OTEL_PYTHON_EXPORTER_OTLP_HTTP_TRACES_CREDENTIAL_PROVIDER",
+)
 
 
 def _quiet_exporter_logs() -> None:

@@ -3,6 +3,7 @@ TracerProvider, headers kept secret, and a collector that is down or slow."""
 
 from __future__ import annotations
 
+import socket
 import warnings
 
 import anyio
@@ -50,6 +51,24 @@ def test_the_standard_variables_give_the_endpoint_and_headers(collector, monkeyp
     anyio.run(lambda: Branch(chat_model="offline/auto").communicate("hi"))
     assert tracing.flush(5)
     assert collector.requests[-1]["x-api-key"] == HEADER
+    assert len(collector.spans) == 2
+
+
+def test_a_collector_on_this_machine_is_reached_past_a_proxy_set_in_the_environment(
+    collector, monkeypatch
+):
+    # a proxy that answers nobody: spans routed through it would never arrive
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        proxy = f"http://127.0.0.1:{closed.getsockname()[1]}"
+    for name in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY"):
+        monkeypatch.setenv(name, proxy)
+    for name in ("NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    tracing.enable(collector.endpoint)
+    anyio.run(lambda: Branch(chat_model="offline/auto").communicate("hi"))
+    assert tracing.flush(5)
+    assert tracing.status().failed == 0
     assert len(collector.spans) == 2
 
 
