@@ -44,7 +44,10 @@ story = iModel(
 """
 
 SILENT = """\
+import pathlib
+
 async def hush(messages, **request):
+    pathlib.Path("hush-started").write_text("")  # the test clicks Stop once it is silent
     await asyncio.sleep(60)
     return "never"
 
@@ -94,12 +97,17 @@ def test_a_turn_streams_live_and_stop_ends_a_silent_run(lab_page, jupyter_server
     assert "done" in turn.locator(".lnb-turn-status").inner_text()
     screenshot(page, "lab-turn-streamed")
 
+    started = jupyter_server.root / "hush-started"
+    started.unlink(missing_ok=True)
     run_cell(page, 3)
     run_cell(page, 4, wait=False)
     quiet = cell_output(page, 4)
     stop = quiet.locator(".lnb-stop")
     stop.wait_for(state="visible", timeout=30_000)
-    page.wait_for_timeout(500)  # the model is now silent inside its 60 s sleep
+    deadline = time.monotonic() + 30  # only stops a hang
+    while not started.exists() and time.monotonic() < deadline:
+        page.wait_for_timeout(50)
+    assert started.exists()  # the model is now silent inside its 60 s sleep
     clicked = time.monotonic()
     stop.click()
     quiet.locator(".lnb-turn-status", has_text="stopped").wait_for(timeout=10_000)
