@@ -326,19 +326,18 @@ def _exporter(url: str | None, headers: dict[str, str] | None) -> tuple[Any, str
     the environment names, as lion_nb's model clients reach a local server: a proxy set for
     the internet would otherwise take the spans of a local Phoenix and lose them. A
     credential provider named in the environment brings its own session and keeps it."""
+    import requests  # the exporter's own HTTP client
+
     from ..models.endpoints._http import is_loopback
     from .encoder import LionSpanExporter
 
-    exporter = LionSpanExporter(endpoint=url, headers=headers)
+    provided = any(os.environ.get(name) for name in _CREDENTIAL_VARIABLES)
+    session = None if provided else requests.Session()  # the session it would make itself
+    exporter = LionSpanExporter(endpoint=url, headers=headers, session=session)
     resolved = str(getattr(exporter, "_endpoint", url or ""))
-    if not is_loopback(resolved) or any(os.environ.get(name) for name in _CREDENTIAL_VARIABLES):
-        return exporter, resolved
-    import requests  # the exporter's own HTTP client
-
-    exporter.shutdown()
-    session = requests.Session()
-    session.trust_env = False
-    return LionSpanExporter(endpoint=url, headers=headers, session=session), resolved
+    if session is not None:
+        session.trust_env = not is_loopback(resolved)
+    return exporter, resolved
 
 
 #: the variables that name a credential provider, whose session the exporter then uses

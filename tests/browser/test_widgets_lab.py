@@ -23,6 +23,7 @@ from tests.browser.jupyter import (
     screenshot,
     wait_for_idle,
 )
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.browser
 
@@ -104,10 +105,7 @@ def test_a_turn_streams_live_and_stop_ends_a_silent_run(lab_page, jupyter_server
     quiet = cell_output(page, 4)
     stop = quiet.locator(".lnb-stop")
     stop.wait_for(state="visible", timeout=30_000)
-    deadline = time.monotonic() + 30  # only stops a hang
-    while not started.exists() and time.monotonic() < deadline:
-        page.wait_for_timeout(50)
-    assert started.exists()  # the model is now silent inside its 60 s sleep
+    wait_until(started.exists, timeout=30, what="the model inside its 60 s sleep")
     clicked = time.monotonic()
     stop.click()
     quiet.locator(".lnb-turn-status", has_text="stopped").wait_for(timeout=10_000)
