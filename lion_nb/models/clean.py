@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from ..shapes import JsonObject
@@ -73,13 +74,17 @@ def clean_fields(
     fields: JsonObject,
     skip: frozenset[str] = frozenset(),
     values: tuple[str, ...] | None = None,
+    names: Iterable[str] | None = None,
 ) -> None:
     """`clean_data` on each value of ``fields`` (an object's ``__dict__``) but those named in
     ``skip``, in place: what a model validator calls, once per object made. ``values`` are
-    `scrub_values()` when the caller fetched them once for many objects."""
+    `scrub_values()` when the caller fetched them once for many objects; ``names``, when
+    given, are the only fields looked at (those a model was given: its defaults hold no
+    outside text)."""
     if values is None:
         values = scrub_values()
-    for name, value in fields.items():
+    for name in fields if names is None else names:
+        value = fields[name]
         if value is None:  # most fields: passed at the cost of one comparison
             continue
         kind = value.__class__

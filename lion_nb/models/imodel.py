@@ -47,6 +47,9 @@ from .usage import ensure_usage
 
 __all__ = ["APICall", "iModel", "iModelManager"]
 
+#: endpoint classes `invoke` has seen to be API endpoints
+_API_KINDS: set[type] = set()
+
 _MAX_SETTING_DEPTH = 64  # a saved model's settings (a schema in its options) nest far less
 
 
@@ -217,11 +220,14 @@ class iModel:
     # -- calling -------------------------------------------------------------------------------
     async def invoke(self, request: ChatRequest) -> APICall:
         """Call an API model once. Failures are recorded on the call, not raised."""
-        if not isinstance(self.endpoint, APIEndpoint):
-            raise ConfigurationError(
-                f"`{self.provider}` is a CLI agent: use `Branch.run()` (or `operate`, which "
-                "collects a run) instead of an API call."
-            )
+        kind = self.endpoint.__class__
+        if kind not in _API_KINDS:  # an ABC's isinstance is a Python call: once per class
+            if not isinstance(self.endpoint, APIEndpoint):
+                raise ConfigurationError(
+                    f"`{self.provider}` is a CLI agent: use `Branch.run()` (or `operate`, "
+                    "which collects a run) instead of an API call."
+                )
+            _API_KINDS.add(kind)
         merged = {**self.endpoint.options, **request.options}
         unused = self._unmapped_options(merged)
         request.options = merged
@@ -259,7 +265,7 @@ class iModel:
 
     async def _complete(self, request: ChatRequest) -> ModelResponse:
         """One live call of the endpoint, inside the rate limits."""
-        endpoint = cast(APIEndpoint, self.endpoint)  # `invoke`, the only caller, checked it
+        endpoint: APIEndpoint = self.endpoint  # type: ignore[assignment]  # `invoke` checked it
         if self._limiter is None:
             return await endpoint.complete(request)
         async with self._limiter.slot(_estimate_tokens(request)):

@@ -26,13 +26,20 @@ _RANDOM = random.Random()
 os.register_at_fork(after_in_child=_RANDOM.seed)
 
 
+# A UUID's two slots, written through their descriptors: ``object.__setattr__`` looks the
+# name up on every call (UUID forbids plain assignment), which made an id cost a microsecond.
+_SET_INT = UUID.__dict__["int"].__set__
+_SET_SAFE = UUID.__dict__["is_safe"].__set__
+_UNKNOWN = SafeUUID.unknown
+
+
 def new_id() -> UUID:
     """A random (version 4) UUID: 122 random bits with the version and variant set, as
     ``uuid.uuid4()`` makes it, with the UUID's two slots filled directly rather than
     through ``UUID.__init__``'s argument checks."""
     uid = object.__new__(UUID)
-    object.__setattr__(uid, "int", _RANDOM.getrandbits(128) & _VERSION_BITS | _VERSION_4)
-    object.__setattr__(uid, "is_safe", SafeUUID.unknown)
+    _SET_INT(uid, _RANDOM.getrandbits(128) & _VERSION_BITS | _VERSION_4)
+    _SET_SAFE(uid, _UNKNOWN)
     return uid
 
 

@@ -152,7 +152,9 @@ class DataLogger:
 
     def log(self, content: JsonMapping | BaseModel | Log) -> Log:
         """Record one entry and keep memory within ``capacity``."""
-        if isinstance(content, Log):
+        if content.__class__ is dict:  # the common case, checked before any ABC
+            entry = Log(content=content)
+        elif isinstance(content, Log):
             entry = content
         elif isinstance(content, BaseModel):
             entry = Log(content=content.model_dump())

@@ -232,7 +232,11 @@ class MessageManager:
         if progression.version != self._seen_version:  # reordered or shrunk: rebuild once
             self._invalidate()
             self._seen_version = progression.version
-        elif len(done) > len(order) or (done and order[len(done) - 1] != done[-1][0].id):
+        elif len(done) > len(order) or (
+            done  # the last rendered message is still there (`is` first: no UUID.__eq__ call)
+            and (last := order[len(done) - 1]) is not (seen := done[-1][0].id)
+            and last != seen
+        ):
             self._invalidate()
         elif self._seen_mutations != MUTATIONS[0]:
             # some message somewhere was edited in place: check ours once

@@ -134,7 +134,7 @@ class RoledMessage(Element):
     def _clean(self) -> RoledMessage:
         """Lone surrogates replaced and known secrets masked in every field (see above); a
         batch load looks the secrets up once and sets them for its validation pass."""
-        clean_fields(self.__dict__, _NOT_TEXT, _BULK_VALUES.get())
+        clean_fields(self.__dict__, _NOT_TEXT, _BULK_VALUES.get(), self.__pydantic_fields_set__)
         return self
 
     def __setattr__(self, name: str, value: Any) -> None:

@@ -126,10 +126,11 @@ class Pile(Generic[T]):
             if not isinstance(item, self.item_type):
                 raise TypeError(f"A Pile of {self._type_name()} cannot hold a {kind.__name__}.")
             _ACCEPTED.setdefault(self.item_type, set()).add(kind)
-        if item.id in self._items:
-            raise ItemExistsError(f"Item {item.id} is already in this Pile.")
-        self._items[item.id] = item
-        self.progression.append(item.id)
+        uid, items = item.id, self._items
+        known = len(items)
+        if items.setdefault(uid, item) is not item or len(items) == known:
+            raise ItemExistsError(f"Item {uid} is already in this Pile.")
+        self.progression.append(uid)
 
     include = append
 

@@ -37,9 +37,14 @@ class Progression:
         return made
 
     def append(self, ref: IDLike) -> None:
-        uid = to_id(ref)
+        uid = ref if ref.__class__ is UUID else to_id(ref)
         self.order.append(uid)
-        self._members[uid] = self._members.get(uid, 0) + 1
+        # A UUID's hash is a Python call: an id not there yet (the common case) costs one.
+        members = self._members
+        known = len(members)
+        count = members.setdefault(uid, 1)
+        if len(members) == known:  # it was there already
+            members[uid] = count + 1
 
     def insert(self, index: int, ref: IDLike) -> None:
         uid = to_id(ref)
@@ -62,11 +67,9 @@ class Progression:
 
     def _forget(self, uid: UUID) -> None:
         """Count one occurrence of ``uid`` fewer (it was just taken out of ``order``)."""
-        left = self._members[uid] - 1
-        if left:
+        left = self._members.pop(uid) - 1
+        if left:  # it is there more than once: rare
             self._members[uid] = left
-        else:
-            del self._members[uid]
 
     def clear(self) -> None:
         self.version += 1

@@ -193,11 +193,12 @@ async def python_calls_per_call(url: str, setup: Setup, n: int, warmup: int) -> 
         await close()
 
 
-async def cpu_per_call(
+async def cpu_samples(
     url: str, n: int, warmup: int, blocks: int, paths: dict[str, Setup] = PATHS
-) -> dict[str, float]:
-    """Each path's median CPU seconds per call over ``blocks`` blocks of ``n`` calls, the
-    paths taking turns block by block (so that drift on a shared machine hits all of them
+) -> dict[str, list[float]]:
+    """Each path's CPU seconds per call in each of ``blocks`` blocks of ``n`` calls. The paths
+    take turns block by block, in the reverse order every other round (so that drift on a
+    shared machine, and whatever running first or last in a round costs, hit all of them
     alike), ``gc`` on as usual (its collections count)."""
     made = {name: await setup(url) for name, setup in paths.items()}
     try:
@@ -206,16 +207,25 @@ async def cpu_per_call(
                 await once()
         gc.collect()
         samples: dict[str, list[float]] = {name: [] for name in paths}
-        for _ in range(blocks):
-            for name, (once, _close) in made.items():
+        order = list(made.items())
+        for block in range(blocks):
+            for name, (once, _close) in order if block % 2 == 0 else reversed(order):
                 start = time.process_time()
                 for _ in range(n):
                     await once()
                 samples[name].append((time.process_time() - start) / n)
-        return {name: statistics.median(values) for name, values in samples.items()}
+        return samples
     finally:
         for _once, close in made.values():
             await close()
+
+
+async def cpu_per_call(
+    url: str, n: int, warmup: int, blocks: int, paths: dict[str, Setup] = PATHS
+) -> dict[str, float]:
+    """Each path's median CPU seconds per call over ``blocks`` blocks (`cpu_samples`)."""
+    samples = await cpu_samples(url, n, warmup, blocks, paths)
+    return {name: statistics.median(values) for name, values in samples.items()}
 
 
 def measure(

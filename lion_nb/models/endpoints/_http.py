@@ -63,7 +63,7 @@ from ...errors import (
     ProviderTimeoutError,
     StreamInterruptedError,
 )
-from .._loops import current_loop_token
+from .._loops import current_loop_token, deadline
 from ..clean import loads
 from ..secrets import MASK, Secret, redact
 from ..usage import token_count, usage_dict
@@ -369,7 +369,7 @@ class HTTPClient:
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug("POST %s", redact(url))
         try:
-            with anyio.fail_after(self.timeout):
+            async with deadline(self.timeout):
                 # httpx takes None (no auth) as its own client does; its annotation leaves it out
                 response = await self.client.post(
                     url,
@@ -404,35 +404,37 @@ class HTTPClient:
         reader: StreamReader | None = None
         rid: str | None = None
         try:
-            with anyio.fail_after(self.timeout):
-                async with aconnect_sse(
+            async with (
+                deadline(self.timeout),
+                aconnect_sse(
                     self.client, "POST", url, json=body, headers=dict(headers), auth=auth
-                ) as source:
-                    response = source.response
-                    rid = request_id_of(response.headers)
-                    if response.status_code >= 400:
-                        await response.aread()
-                        raise error_from_response(self.provider, response, key_hint=key_hint)
-                    ctype = response.headers.get("content-type", "")
-                    if "text/event-stream" not in ctype:
-                        raise await self._not_a_stream(response, rid)
-                    reader = make_reader(rid)
-                    try:
-                        events = source.aiter_sse()
-                        async for event in events:
-                            if reader.feed(event):
-                                break
-                        await _drain(events)
-                        return Reply(reader.finish(), rid)
-                    except SHAPE_ERRORS as exc:  # an event of a shape the API never sends
-                        raise stream_error(
-                            self.provider,
-                            "the stream sent an event of a shape this API never sends "
-                            f"({type(exc).__name__}: {exc})",
-                            request_id=rid,
-                            partial_text=reader.partial_text,
-                            status=response.status_code,
-                        ) from exc
+                ) as source,
+            ):
+                response = source.response
+                rid = request_id_of(response.headers)
+                if response.status_code >= 400:
+                    await response.aread()
+                    raise error_from_response(self.provider, response, key_hint=key_hint)
+                ctype = response.headers.get("content-type", "")
+                if "text/event-stream" not in ctype:
+                    raise await self._not_a_stream(response, rid)
+                reader = make_reader(rid)
+                try:
+                    events = source.aiter_sse()
+                    async for event in events:
+                        if reader.feed(event):
+                            break
+                    await _drain(events)
+                    return Reply(reader.finish(), rid)
+                except SHAPE_ERRORS as exc:  # an event of a shape the API never sends
+                    raise stream_error(
+                        self.provider,
+                        "the stream sent an event of a shape this API never sends "
+                        f"({type(exc).__name__}: {exc})",
+                        request_id=rid,
+                        partial_text=reader.partial_text,
+                        status=response.status_code,
+                    ) from exc
         except ProviderError as exc:
             if reader is not None:  # the stream had started: never retry
                 tag(exc, partial_text=getattr(exc, "partial_text", reader.partial_text))

@@ -73,9 +73,23 @@ _QUOTA = "insufficient_quota"
 _SNIPPET = 500
 
 
+_REQUEST_ID_HEADERS = (b"x-request-id", b"request-id")
+
+
 def request_id_of(headers: httpx.Headers) -> str | None:
-    rid: str | None = headers.get("x-request-id") or headers.get("request-id")
-    return rid
+    """The provider's id for the request (``x-request-id``, else ``request-id``; a header
+    sent twice reads as its values joined by ", ", as `httpx.Headers` reads it): one pass
+    over the raw headers, not a look-up through `httpx.Headers` per name."""
+    found: dict[bytes, list[bytes]] = {}
+    for key, value in headers.raw:
+        name = key.lower()
+        if name in _REQUEST_ID_HEADERS:
+            found.setdefault(name, []).append(value)
+    for name in _REQUEST_ID_HEADERS:
+        rid = b", ".join(found.get(name, ())).decode(headers.encoding)
+        if rid:
+            return rid
+    return None
 
 
 def parse_retry_after(headers: httpx.Headers | dict[str, str]) -> float | None:
