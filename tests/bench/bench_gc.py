@@ -8,8 +8,8 @@ prints, after a warm-up:
   disabled, then ``gc.collect()`` counts what was left in reference cycles (a count, so it
   is the same on a busy machine);
 - the CPU time per call (``time.process_time``, this process only: the server's work is in
-  its own process), as a ratio to the raw post: the median over blocks of calls in which
-  the paths take turns;
+  its own process), as a ratio to the raw post: the median over rounds of blocks, in which
+  the paths take turns, of each block's time over the raw post's block of that round;
 - the function calls per call, a steadier proxy for that CPU on a busy machine.
 
 Every path sends the same system + user messages and gets the same completion. Targets:
@@ -220,18 +220,11 @@ async def cpu_samples(
             await close()
 
 
-async def cpu_per_call(
-    url: str, n: int, warmup: int, blocks: int, paths: dict[str, Setup] = PATHS
-) -> dict[str, float]:
-    """Each path's median CPU seconds per call over ``blocks`` blocks (`cpu_samples`)."""
-    samples = await cpu_samples(url, n, warmup, blocks, paths)
-    return {name: statistics.median(values) for name, values in samples.items()}
-
-
 def measure(
     n: int = 300, warmup: int = 30, blocks: int = 15
-) -> dict[str, tuple[float, float, float]]:
-    """Each path's (cyclic objects, median CPU seconds, function calls) per call."""
+) -> dict[str, tuple[float, float, float, float]]:
+    """Each path's (cyclic objects, median CPU seconds, function calls) per call, and the
+    median of its blocks' CPU ratios to the raw post's block run beside them."""
     with Server() as server:
         garbage = {
             name: anyio.run(cyclic_per_call, server.url, setup, n, warmup)
@@ -241,18 +234,26 @@ def measure(
             name: anyio.run(python_calls_per_call, server.url, setup, max(1, n // 3), warmup)
             for name, setup in PATHS.items()
         }
-        cpu = anyio.run(cpu_per_call, server.url, max(1, n // 10), warmup, blocks)
-    return {name: (garbage[name], cpu[name], calls[name]) for name in PATHS}
+        cpu = anyio.run(cpu_samples, server.url, max(1, n // 10), warmup, blocks)
+    return {
+        name: (
+            garbage[name],
+            statistics.median(cpu[name]),
+            calls[name],
+            statistics.median(a / b for a, b in zip(cpu[name], cpu[BASELINE], strict=True)),
+        )
+        for name in PATHS
+    }
 
 
 def results(n: int = 300, warmup: int = 30, blocks: int = 15) -> list[tuple]:
     """Rows ``(figure, value, target, ratio to raw httpx)`` for ``tests/bench/run_all.py``."""
     found = measure(n, warmup, blocks)
-    base_garbage, base_cpu, base_calls = found[BASELINE]
+    base_garbage, _cpu, base_calls, _one = found[BASELINE]
     rows = []
-    for name, (garbage, cpu, calls) in found.items():
+    for name, (garbage, cpu, calls, ratio) in found.items():
         target = TARGETS.get(name, "")
-        rows.append((f"{name}, CPU per call", f"{cpu * 1e6:.0f} us", target, cpu / base_cpu))
+        rows.append((f"{name}, CPU per call", f"{cpu * 1e6:.0f} us", target, ratio))
         rows.append((f"  {name}, function calls per call", f"{calls:.0f}", "", calls / base_calls))
         rows.append(
             (
@@ -272,11 +273,11 @@ def main() -> None:
     parser.add_argument("--blocks", type=int, default=15, help="CPU blocks per path")
     args = parser.parse_args()
     found = measure(args.n, args.warmup, args.blocks)
-    _garbage, base, base_calls = found[BASELINE]
+    _garbage, _cpu, base_calls, _one = found[BASELINE]
     print(f"{'path':<28} {'cyclic/call':>11} {'CPU/call':>10} {'ratio':>7} {'calls/call':>11}")
-    for name, (garbage, cpu, calls) in found.items():
+    for name, (garbage, cpu, calls, ratio) in found.items():
         print(
-            f"{name:<28} {garbage:>11.1f} {cpu * 1e6:>8.0f}us {cpu / base:>6.2f}x "
+            f"{name:<28} {garbage:>11.1f} {cpu * 1e6:>8.0f}us {ratio:>6.2f}x "
             f"{calls:>6.0f} {calls / base_calls:.2f}x"
         )
 
