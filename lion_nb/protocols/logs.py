@@ -153,13 +153,13 @@ class DataLogger:
     def log(self, content: JsonMapping | BaseModel | Log) -> Log:
         """Record one entry and keep memory within ``capacity``."""
         if content.__class__ is dict:  # the common case, checked before any ABC
-            entry = Log(content=content)
+            entry = Log(content=content)  # validation copies the dict: the caller's stays theirs
         elif isinstance(content, Log):
             entry = content
         elif isinstance(content, BaseModel):
             entry = Log(content=content.model_dump())
-        elif isinstance(content, Mapping):  # validation copies the dict: the caller's stays theirs
-            entry = Log(content=content if type(content) is dict else dict(content))
+        elif isinstance(content, Mapping):
+            entry = Log(content=dict(content))
         else:
             raise TypeError(
                 f"`DataLogger.log` takes a dict (or a pydantic model), got "

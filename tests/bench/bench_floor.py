@@ -37,7 +37,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 sys.path.insert(0, str(HERE))
 
-from bench_gc import Server, branch_chat, cpu_samples, raw_httpx  # noqa: E402
+from bench_gc import Server, branch_chat, cpu_samples, paired_ratio, raw_httpx  # noqa: E402
 
 N_MESSAGES = 10_000
 CHAT_TARGET, LOAD_TARGET = 1.15, 1.3
@@ -50,8 +50,8 @@ async def chat_cpu(url: str, n: int, warmup: int, blocks: int) -> tuple[float, f
     chat/raw ratios: each pair ran back to back, so the drift of a shared machine cancels
     in it."""
     cpu = await cpu_samples(url, n, warmup, blocks, {"raw": raw_httpx, "chat": branch_chat})
-    ratios = [chat / raw for raw, chat in zip(cpu["raw"], cpu["chat"], strict=True)]
-    return statistics.median(cpu["raw"]), statistics.median(cpu["chat"]), statistics.median(ratios)
+    ratio = paired_ratio(cpu, "chat", "raw")
+    return statistics.median(cpu["raw"]), statistics.median(cpu["chat"]), ratio
 
 
 # -- Branch.from_dict against pydantic -------------------------------------------------------

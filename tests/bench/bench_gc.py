@@ -220,6 +220,13 @@ async def cpu_samples(
             await close()
 
 
+def paired_ratio(samples: dict[str, list[float]], name: str, baseline: str) -> float:
+    """The median over rounds of ``name``'s block time over ``baseline``'s block of the same
+    round (`cpu_samples`): each pair ran back to back, so a shared machine's drift cancels."""
+    pairs = zip(samples[name], samples[baseline], strict=True)
+    return statistics.median(mine / base for mine, base in pairs)
+
+
 def measure(
     n: int = 300, warmup: int = 30, blocks: int = 15
 ) -> dict[str, tuple[float, float, float, float]]:
@@ -240,7 +247,7 @@ def measure(
             garbage[name],
             statistics.median(cpu[name]),
             calls[name],
-            statistics.median(a / b for a, b in zip(cpu[name], cpu[BASELINE], strict=True)),
+            paired_ratio(cpu, name, BASELINE),
         )
         for name in PATHS
     }
